@@ -1,0 +1,249 @@
+package config
+
+// Config is the whole gateway configuration, as read from one YAML file.
+// Every field has a default (see Defaults); keys are snake_case in YAML.
+type Config struct {
+	// Listen is the data-plane listener address (HTTP/1.1 and h2c). Default ":8080".
+	Listen string `yaml:"listen"`
+	// Admin is the separate admin listener: health, metrics, admin API.
+	Admin Admin `yaml:"admin"`
+	// Log sets the process logger.
+	Log Log `yaml:"log"`
+	// Server holds data-plane listener limits and timeouts.
+	Server Server `yaml:"server"`
+	// Shutdown sets how a SIGTERM drains the gateway.
+	Shutdown Shutdown `yaml:"shutdown"`
+	// Reload sets how configuration changes are picked up.
+	Reload Reload `yaml:"reload"`
+	// RequestID sets the request id every response carries.
+	RequestID RequestID `yaml:"request_id"`
+	// AccessLog sets the one-line-per-request JSON access log.
+	AccessLog AccessLog `yaml:"access_log"`
+	// DefaultFilters run on every route, before the route's own filters.
+	DefaultFilters []Filter `yaml:"default_filters"`
+	// Upstreams are the named HTTP services routes send traffic to.
+	Upstreams map[string]*Upstream `yaml:"upstreams"`
+	// Routes are matched against each request; see the router package for precedence.
+	Routes []*Route `yaml:"routes"`
+	// Demo starts in-process demo services, so the quickstart needs nothing external.
+	Demo Demo `yaml:"demo"`
+}
+
+// Admin configures the admin listener.
+type Admin struct {
+	// Listen is the admin listener address. Default "127.0.0.1:9090".
+	Listen string `yaml:"listen"`
+	// Pprof exposes /debug/pprof/ on the admin listener. Default false.
+	Pprof bool `yaml:"pprof"`
+}
+
+// Log configures the process logger (log/slog).
+type Log struct {
+	// Level is debug, info, warn or error. Default info.
+	Level string `yaml:"level"`
+	// Format is json or text. Default json.
+	Format string `yaml:"format"`
+}
+
+// Server holds the data-plane listener's limits and timeouts.
+type Server struct {
+	// ReadHeaderTimeout bounds reading request headers. Default 10s.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// IdleTimeout closes idle keep-alive connections. Default 120s.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxHeaderBytes bounds the request line and headers. Default 64KiB.
+	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
+	// MaxBodyBytes is the default request body limit of every route (413 beyond). Default 8MiB.
+	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	// MaxInFlight sheds requests beyond this many in flight with a fast 503 SHED. 0 = no limit. Default 10000.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// TrustedProxies are CIDRs whose X-Forwarded-For entries are believed when finding the client IP.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// H2C serves HTTP/2 without TLS (prior knowledge) beside HTTP/1.1. Default true.
+	H2C *bool `yaml:"h2c"`
+}
+
+// Shutdown sets the drain sequence run on SIGTERM/SIGINT.
+type Shutdown struct {
+	// Delay keeps serving (with readiness false) so load balancers notice. Default 3s.
+	Delay Duration `yaml:"delay"`
+	// DrainTimeout bounds waiting for in-flight requests after listeners close. Default 30s.
+	DrainTimeout Duration `yaml:"drain_timeout"`
+}
+
+// Reload sets how configuration changes are picked up (SIGHUP and POST /admin/reload always work).
+type Reload struct {
+	// Watch polls the config file and reloads when its content changes. Default false.
+	Watch bool `yaml:"watch"`
+	// Interval is the polling interval for Watch. Default 2s.
+	Interval Duration `yaml:"interval"`
+}
+
+// RequestID sets the request id header.
+type RequestID struct {
+	// Header is the request id header name. Default "X-Request-Id".
+	Header string `yaml:"header"`
+	// TrustIncoming keeps a well-formed id sent by the client. Default true.
+	TrustIncoming *bool `yaml:"trust_incoming"`
+}
+
+// AccessLog sets the access log: one JSON line per request.
+type AccessLog struct {
+	// Enabled turns the access log on. Default true.
+	Enabled *bool `yaml:"enabled"`
+	// Output is "stdout" (default), "stderr" or a file path (appended to).
+	Output string `yaml:"output"`
+}
+
+// Filter is one entry of a filter list: exactly one of its fields is set,
+// and its YAML key names the filter, e.g. `- cors: {allow_origins: ["*"]}`.
+type Filter struct {
+	CORS    *CORS     `yaml:"cors"`
+	Headers *Headers  `yaml:"headers"`
+	Rewrite *Rewrite  `yaml:"rewrite"`
+	IP      *IPFilter `yaml:"ip"`
+}
+
+// CORS configures cross-origin resource sharing for a route.
+type CORS struct {
+	// AllowOrigins lists allowed origins: exact ("https://a.example"), "*" or a
+	// wildcard subdomain ("https://*.example.com").
+	AllowOrigins []string `yaml:"allow_origins"`
+	// AllowMethods answered to preflights. Default GET, HEAD, POST.
+	AllowMethods []string `yaml:"allow_methods"`
+	// AllowHeaders answered to preflights; "*" echoes the requested headers.
+	AllowHeaders []string `yaml:"allow_headers"`
+	// ExposeHeaders lists response headers readable by the browser.
+	ExposeHeaders []string `yaml:"expose_headers"`
+	// AllowCredentials sets Access-Control-Allow-Credentials (never with origin "*").
+	AllowCredentials bool `yaml:"allow_credentials"`
+	// MaxAge is how long a browser may cache a preflight answer.
+	MaxAge Duration `yaml:"max_age"`
+}
+
+// Headers edits request headers (toward the upstream) and response headers (toward the client).
+type Headers struct {
+	Request  HeaderOps `yaml:"request"`
+	Response HeaderOps `yaml:"response"`
+}
+
+// HeaderOps is applied in the order remove, set, add.
+type HeaderOps struct {
+	Set    map[string]string `yaml:"set"`
+	Add    map[string]string `yaml:"add"`
+	Remove []string          `yaml:"remove"`
+}
+
+// Rewrite changes the path sent upstream. At most one of StripPrefix, Path and
+// Regex is set; AddPrefix applies after any of them.
+type Rewrite struct {
+	// StripPrefix removes this leading path (segment-aware: "/api" strips "/api/x" to "/x").
+	StripPrefix string `yaml:"strip_prefix"`
+	// AddPrefix is prepended to the path.
+	AddPrefix string `yaml:"add_prefix"`
+	// Path replaces the whole path; "{name}" is replaced by the route's path parameter.
+	Path string `yaml:"path"`
+	// Regex with Replacement rewrites the path (Go regexp syntax, $1 expansion).
+	Regex       string `yaml:"regex"`
+	Replacement string `yaml:"replacement"`
+}
+
+// IPFilter allows or denies clients by address (CIDR or single IP).
+// Deny is checked first; when Allow is non-empty, only matching clients pass.
+type IPFilter struct {
+	Allow []string `yaml:"allow"`
+	Deny  []string `yaml:"deny"`
+}
+
+// Route maps matching requests through filters to an upstream.
+type Route struct {
+	// Name identifies the route in logs, metrics and errors; unique.
+	Name string `yaml:"name"`
+	// Match selects requests.
+	Match Match `yaml:"match"`
+	// Filters run in order after the default filters.
+	Filters []Filter `yaml:"filters"`
+	// Upstream names an entry of upstreams.
+	Upstream string `yaml:"upstream"`
+	// Timeout bounds the whole upstream exchange; default the upstream's timeout.
+	Timeout Duration `yaml:"timeout"`
+	// MaxBodyBytes overrides server.max_body_bytes for this route.
+	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+}
+
+// Match selects requests. Path and Prefix are exclusive; one of them is required.
+type Match struct {
+	// Host is an exact host ("api.example.com") or a wildcard ("*.example.com"); empty matches any.
+	Host string `yaml:"host"`
+	// Methods restricts the route to these methods; empty matches any.
+	Methods []string `yaml:"methods"`
+	// Path is an exact path or a pattern: "/users/{id}", "/files/{path...}".
+	Path string `yaml:"path"`
+	// Prefix matches the path and everything below it, segment-aware.
+	Prefix string `yaml:"prefix"`
+}
+
+// Upstream is an HTTP service with one or more targets.
+type Upstream struct {
+	// Targets are base URLs (scheme http or https, host:port, optional base path).
+	Targets []Target `yaml:"targets"`
+	// Policy picks a target: round_robin (default), weighted_random, least_request.
+	Policy string `yaml:"policy"`
+	// Timeout bounds the whole exchange (request, response headers and body). Default 30s.
+	Timeout Duration `yaml:"timeout"`
+	// ConnectTimeout bounds TCP connect. Default 2s.
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// PreserveHost forwards the client's Host header instead of the target's.
+	PreserveHost bool `yaml:"preserve_host"`
+	// Pool limits connections per target.
+	Pool Pool `yaml:"pool"`
+	// Retry retries idempotent requests on another target.
+	Retry Retry `yaml:"retry"`
+	// PassiveHealth ejects failing targets and lets them back through probes.
+	PassiveHealth PassiveHealth `yaml:"passive_health"`
+}
+
+// Target is one upstream address.
+type Target struct {
+	URL string `yaml:"url"`
+	// Weight for weighted_random (and ignored by other policies). Default 100.
+	Weight int `yaml:"weight"`
+}
+
+// Pool limits the connection pool of each target.
+type Pool struct {
+	// MaxIdlePerTarget keeps at most this many idle connections per target. Default 64.
+	MaxIdlePerTarget int `yaml:"max_idle_per_target"`
+	// MaxPerTarget caps connections per target (requests wait beyond it); 0 = no cap. Default 0.
+	MaxPerTarget int `yaml:"max_per_target"`
+	// IdleTimeout closes idle pooled connections. Default 90s.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+}
+
+// Retry sets retries of a failed attempt on another target.
+type Retry struct {
+	// Retries is the number of extra attempts. Default 1; 0 disables.
+	Retries *int `yaml:"retries"`
+	// On lists what counts as retryable: connect_failure and status codes such as 502, 503, 504.
+	// Default [connect_failure, 502, 503, 504].
+	On []string `yaml:"on"`
+	// Methods that may be retried. Default GET, HEAD, OPTIONS, PUT, DELETE (idempotent methods).
+	Methods []string `yaml:"methods"`
+}
+
+// PassiveHealth ejects a target after consecutive failures (connect errors and 5xx)
+// and lets a single probe request through once the ejection time has passed.
+type PassiveHealth struct {
+	// MaxFailures consecutive failures eject a target. Default 5; 0 disables ejection.
+	MaxFailures *int `yaml:"max_failures"`
+	// Ejection is the first ejection time; it doubles on each failed probe. Default 10s.
+	Ejection Duration `yaml:"ejection"`
+	// MaxEjection caps the ejection time. Default 2m.
+	MaxEjection Duration `yaml:"max_ejection"`
+}
+
+// Demo starts in-process demo services for the quickstart.
+type Demo struct {
+	// HTTP is the listen address of a demo HTTP service (e.g. "127.0.0.1:18081"); empty = off.
+	HTTP string `yaml:"http"`
+}

@@ -1,0 +1,99 @@
+package exchange
+
+import (
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Error codes of responses the gateway produces itself. They appear in the JSON
+// error body, the access log and the dubbogw_errors_total metric.
+const (
+	CodeBadRequest       = "BAD_REQUEST"         // 400
+	CodeUnauthorized     = "UNAUTHORIZED"        // 401
+	CodeForbidden        = "FORBIDDEN"           // 403
+	CodeNoRoute          = "NO_ROUTE"            // 404
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"  // 405
+	CodeTooLarge         = "PAYLOAD_TOO_LARGE"   // 413
+	CodeRateLimited      = "RATE_LIMITED"        // 429
+	CodeInternal         = "INTERNAL"            // 500
+	CodeBadGateway       = "BAD_GATEWAY"         // 502
+	CodeNoProvider       = "NO_PROVIDER"         // 503
+	CodeNoHealthyTarget  = "NO_HEALTHY_UPSTREAM" // 503
+	CodeShed             = "SHED"                // 503
+	CodeDraining         = "DRAINING"            // 503
+	CodeTimeout          = "TIMEOUT"             // 504
+	CodeClientClosed     = "CLIENT_CLOSED"       // 499 (logged only; nobody reads the answer)
+)
+
+// WriteError answers r with the gateway's JSON error body:
+//
+//	{"error": {"code": "...", "message": "...", "route": "...", "request_id": "..."}}
+//
+// and records code in the request's Info. It must be called before anything
+// else was written to w.
+func WriteError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	info := From(r.Context())
+	var route, id string
+	if info != nil {
+		info.ErrorCode = code
+		route, id = info.Route, info.RequestID
+	}
+	b := make([]byte, 0, 96+len(message)+len(route)+len(id))
+	b = append(b, `{"error":{"code":`...)
+	b = appendJSONString(b, code)
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, message)
+	if route != "" {
+		b = append(b, `,"route":`...)
+		b = appendJSONString(b, route)
+	}
+	if id != "" {
+		b = append(b, `,"request_id":`...)
+		b = appendJSONString(b, id)
+	}
+	b = append(b, "}}\n"...)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string, escaping what JSON requires and
+// replacing invalid UTF-8, without reflection.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}

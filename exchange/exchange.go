@@ -1,0 +1,45 @@
+// Package exchange holds the state of one request as it crosses the gateway
+// (request id, matched route, chosen upstream, client address, error code),
+// and writes the gateway's own JSON error responses.
+//
+// The gateway core creates one *Info per request and stores it in the request
+// context; filters and upstreams read and annotate it; the access log and the
+// metrics read it once the response is done.
+package exchange
+
+import (
+	"context"
+	"net/netip"
+	"time"
+)
+
+// Info is the per-request state shared by the gateway core, filters and upstreams.
+// It is owned by the request's goroutine; fields are written before the
+// response completes and read after it.
+type Info struct {
+	// RequestID is the id echoed in the request id header and in error bodies.
+	RequestID string
+	// Route is the name of the matched route; empty when none matched.
+	Route string
+	// Upstream names where the request went: an upstream and target, e.g. "users http://10.0.0.1:8080".
+	Upstream string
+	// ClientIP is the client address, after trusted-proxy X-Forwarded-For resolution.
+	ClientIP netip.Addr
+	// Start is when the gateway accepted the request.
+	Start time.Time
+	// ErrorCode is set when the gateway itself answered with an error (see Code* constants).
+	ErrorCode string
+}
+
+type ctxKey struct{}
+
+// WithInfo returns ctx carrying info.
+func WithInfo(ctx context.Context, info *Info) context.Context {
+	return context.WithValue(ctx, ctxKey{}, info)
+}
+
+// From returns the request's Info, or nil when the context carries none.
+func From(ctx context.Context) *Info {
+	info, _ := ctx.Value(ctxKey{}).(*Info)
+	return info
+}
