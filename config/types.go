@@ -56,7 +56,8 @@ type Server struct {
 	// MaxBodyBytes is the default request body limit of every route (413 beyond). Default 8MiB.
 	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
 	// MaxInFlight sheds requests beyond this many in flight with a fast 503 SHED. 0 = no limit. Default 10000.
-	MaxInFlight int `yaml:"max_in_flight"`
+	// A pointer, like Retry.Retries, so that an explicit 0 survives Defaults.
+	MaxInFlight *int `yaml:"max_in_flight"`
 	// TrustedProxies are CIDRs whose X-Forwarded-For entries are believed when finding the client IP.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// H2C serves HTTP/2 without TLS (prior knowledge) beside HTTP/1.1. Default true.
@@ -65,8 +66,9 @@ type Server struct {
 
 // Shutdown sets the drain sequence run on SIGTERM/SIGINT.
 type Shutdown struct {
-	// Delay keeps serving (with readiness false) so load balancers notice. Default 3s.
-	Delay Duration `yaml:"delay"`
+	// Delay keeps serving (with readiness false) so load balancers notice. Default 3s;
+	// a pointer so that an explicit 0s (no load balancer to wait for) survives Defaults.
+	Delay *Duration `yaml:"delay"`
 	// DrainTimeout bounds waiting for in-flight requests after listeners close. Default 30s.
 	DrainTimeout Duration `yaml:"drain_timeout"`
 }

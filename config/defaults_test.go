@@ -1,0 +1,366 @@
+package config
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// full sets every field of the schema to a non-default value.
+const full = `
+listen: "127.0.0.1:8080"
+admin:
+  listen: "127.0.0.1:9091"
+  pprof: true
+log:
+  level: debug
+  format: text
+server:
+  read_header_timeout: 5s
+  idle_timeout: 1m
+  max_header_bytes: 32KiB
+  max_body_bytes: 1MB
+  max_in_flight: 0
+  trusted_proxies: ["10.0.0.0/8", "192.0.2.7", "::1"]
+  h2c: false
+shutdown:
+  delay: 1s
+  drain_timeout: 10s
+reload:
+  watch: true
+  interval: 500ms
+request_id:
+  header: X-Trace-Id
+  trust_incoming: false
+access_log:
+  enabled: false
+  output: /var/log/dubbogw/access.log
+default_filters:
+  - headers:
+      response:
+        set: {X-Gateway: dubbogw}
+  - ip:
+      deny: ["203.0.113.0/24"]
+upstreams:
+  users:
+    targets:
+      - url: http://127.0.0.1:9001
+        weight: 3
+      - url: https://users.internal:8443/base
+    policy: weighted_random
+    timeout: 5s
+    connect_timeout: 500ms
+    preserve_host: true
+    pool: {max_idle_per_target: 8, max_per_target: 100, idle_timeout: 30s}
+    retry:
+      retries: 2
+      on: [connect_failure, 503]
+      methods: [GET]
+    passive_health: {max_failures: 0, ejection: 1s, max_ejection: 30s}
+  orders:
+    targets: [{url: "http://127.0.0.1:9002"}]
+    policy: least_request
+routes:
+  - name: users.get
+    match:
+      host: "*.example.com"
+      methods: [GET, HEAD]
+      path: /users/{id}
+    filters:
+      - cors:
+          allow_origins: ["https://app.example.com", "https://*.example.org:8443"]
+          allow_methods: [GET, POST]
+          allow_headers: ["*"]
+          expose_headers: [X-Request-Id]
+          allow_credentials: true
+          max_age: 10m
+      - rewrite: {path: "/v2/users/{id}", add_prefix: /api}
+      - headers:
+          request:
+            set: {X-User: "{id}"}
+            add: {X-Tag: one}
+            remove: [Cookie]
+    upstream: users
+    timeout: 2s
+    max_body_bytes: 64KiB
+  - name: orders_v1
+    match: {prefix: /orders, host: api.example.com}
+    filters:
+      - rewrite: {strip_prefix: /orders}
+      - rewrite: {regex: "^/(.*)$", replacement: "/o/$1"}
+      - ip: {allow: ["10.0.0.0/8"]}
+      - cors: {allow_origins: ["*"]}
+    upstream: orders
+demo:
+  http: 127.0.0.1:18081
+`
+
+func ptr[T any](v T) *T { return &v }
+
+func TestParseFullConfig(t *testing.T) {
+	got, err := Parse([]byte(full), "full.yaml", nil)
+	if err != nil {
+		t.Fatalf("Parse:\n%v", err)
+	}
+	want := &Config{
+		Listen: "127.0.0.1:8080",
+		Admin:  Admin{Listen: "127.0.0.1:9091", Pprof: true},
+		Log:    Log{Level: "debug", Format: "text"},
+		Server: Server{
+			ReadHeaderTimeout: Duration(5 * time.Second),
+			IdleTimeout:       Duration(time.Minute),
+			MaxHeaderBytes:    32 << 10,
+			MaxBodyBytes:      1000 * 1000,
+			MaxInFlight:       ptr(0),
+			TrustedProxies:    []string{"10.0.0.0/8", "192.0.2.7", "::1"},
+			H2C:               ptr(false),
+		},
+		Shutdown:  Shutdown{Delay: ptr(Duration(time.Second)), DrainTimeout: Duration(10 * time.Second)},
+		Reload:    Reload{Watch: true, Interval: Duration(500 * time.Millisecond)},
+		RequestID: RequestID{Header: "X-Trace-Id", TrustIncoming: ptr(false)},
+		AccessLog: AccessLog{Enabled: ptr(false), Output: "/var/log/dubbogw/access.log"},
+		DefaultFilters: []Filter{
+			{Headers: &Headers{Response: HeaderOps{Set: map[string]string{"X-Gateway": "dubbogw"}}}},
+			{IP: &IPFilter{Deny: []string{"203.0.113.0/24"}}},
+		},
+		Upstreams: map[string]*Upstream{
+			"users": {
+				Targets: []Target{
+					{URL: "http://127.0.0.1:9001", Weight: 3},
+					{URL: "https://users.internal:8443/base", Weight: DefaultTargetWeight},
+				},
+				Policy:         PolicyWeightedRandom,
+				Timeout:        Duration(5 * time.Second),
+				ConnectTimeout: Duration(500 * time.Millisecond),
+				PreserveHost:   true,
+				Pool:           Pool{MaxIdlePerTarget: 8, MaxPerTarget: 100, IdleTimeout: Duration(30 * time.Second)},
+				Retry:          Retry{Retries: ptr(2), On: []string{"connect_failure", "503"}, Methods: []string{"GET"}},
+				PassiveHealth:  PassiveHealth{MaxFailures: ptr(0), Ejection: Duration(time.Second), MaxEjection: Duration(30 * time.Second)},
+			},
+			"orders": {
+				Targets:        []Target{{URL: "http://127.0.0.1:9002", Weight: DefaultTargetWeight}},
+				Policy:         PolicyLeastRequest,
+				Timeout:        DefaultUpstreamTimeout,
+				ConnectTimeout: DefaultConnectTimeout,
+				Pool:           Pool{MaxIdlePerTarget: DefaultMaxIdlePerTarget, IdleTimeout: DefaultPoolIdleTimeout},
+				Retry:          Retry{Retries: ptr(DefaultRetries), On: DefaultRetryOn(), Methods: DefaultRetryMethods()},
+				PassiveHealth:  PassiveHealth{MaxFailures: ptr(DefaultMaxFailures), Ejection: DefaultEjection, MaxEjection: DefaultMaxEjection},
+			},
+		},
+		Routes: []*Route{
+			{
+				Name:  "users.get",
+				Match: Match{Host: "*.example.com", Methods: []string{"GET", "HEAD"}, Path: "/users/{id}"},
+				Filters: []Filter{
+					{CORS: &CORS{
+						AllowOrigins:     []string{"https://app.example.com", "https://*.example.org:8443"},
+						AllowMethods:     []string{"GET", "POST"},
+						AllowHeaders:     []string{"*"},
+						ExposeHeaders:    []string{"X-Request-Id"},
+						AllowCredentials: true,
+						MaxAge:           Duration(10 * time.Minute),
+					}},
+					{Rewrite: &Rewrite{Path: "/v2/users/{id}", AddPrefix: "/api"}},
+					{Headers: &Headers{Request: HeaderOps{
+						Set:    map[string]string{"X-User": "{id}"},
+						Add:    map[string]string{"X-Tag": "one"},
+						Remove: []string{"Cookie"},
+					}}},
+				},
+				Upstream:     "users",
+				Timeout:      Duration(2 * time.Second),
+				MaxBodyBytes: 64 << 10,
+			},
+			{
+				Name:  "orders_v1",
+				Match: Match{Host: "api.example.com", Prefix: "/orders"},
+				Filters: []Filter{
+					{Rewrite: &Rewrite{StripPrefix: "/orders"}},
+					{Rewrite: &Rewrite{Regex: "^/(.*)$", Replacement: "/o/$1"}},
+					{IP: &IPFilter{Allow: []string{"10.0.0.0/8"}}},
+					{CORS: &CORS{AllowOrigins: []string{"*"}, AllowMethods: DefaultCORSMethods()}},
+				},
+				Upstream:     "orders",
+				Timeout:      DefaultUpstreamTimeout, // from the upstream
+				MaxBodyBytes: 1000 * 1000,            // from server.max_body_bytes
+			},
+		},
+		Demo: Demo{HTTP: "127.0.0.1:18081"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Parse(full) differs from the expected config")
+		diffStructs(t, "Config", reflect.ValueOf(got).Elem(), reflect.ValueOf(want).Elem())
+	}
+	if w := Warnings(got); len(w) != 0 {
+		t.Errorf("Warnings = %v, want none", w)
+	}
+	if err := Validate(got); err != nil {
+		t.Errorf("Validate(parsed) = %v", err)
+	}
+}
+
+// diffStructs reports the first-level fields of two values that differ.
+func diffStructs(t *testing.T, name string, got, want reflect.Value) {
+	t.Helper()
+	if got.Kind() != reflect.Struct {
+		t.Errorf("%s:\n got  %#v\n want %#v", name, got.Interface(), want.Interface())
+		return
+	}
+	for i := range got.NumField() {
+		if g, w := got.Field(i), want.Field(i); !reflect.DeepEqual(g.Interface(), w.Interface()) {
+			t.Errorf("%s.%s:\n got  %#v\n want %#v", name, got.Type().Field(i).Name, g.Interface(), w.Interface())
+		}
+	}
+}
+
+func TestDefaultsAreAsDocumented(t *testing.T) {
+	c, err := Parse([]byte(`
+upstreams:
+  users:
+    targets: [{url: "http://127.0.0.1:9001"}]
+routes:
+  - name: users
+    match: {prefix: /users}
+    upstream: users
+    filters:
+      - cors: {allow_origins: ["*"]}
+`), "min.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, r := c.Upstreams["users"], c.Routes[0]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"listen", c.Listen, ":8080"},
+		{"admin.listen", c.Admin.Listen, "127.0.0.1:9090"},
+		{"admin.pprof", c.Admin.Pprof, false},
+		{"log.level", c.Log.Level, "info"},
+		{"log.format", c.Log.Format, "json"},
+		{"server.read_header_timeout", c.Server.ReadHeaderTimeout.D(), 10 * time.Second},
+		{"server.idle_timeout", c.Server.IdleTimeout.D(), 120 * time.Second},
+		{"server.max_header_bytes", c.Server.MaxHeaderBytes, ByteSize(64 * 1024)},
+		{"server.max_body_bytes", c.Server.MaxBodyBytes, ByteSize(8 * 1024 * 1024)},
+		{"server.max_in_flight", *c.Server.MaxInFlight, 10000},
+		{"server.trusted_proxies", len(c.Server.TrustedProxies), 0},
+		{"server.h2c", *c.Server.H2C, true},
+		{"shutdown.delay", c.Shutdown.Delay.D(), 3 * time.Second},
+		{"shutdown.drain_timeout", c.Shutdown.DrainTimeout.D(), 30 * time.Second},
+		{"reload.watch", c.Reload.Watch, false},
+		{"reload.interval", c.Reload.Interval.D(), 2 * time.Second},
+		{"request_id.header", c.RequestID.Header, "X-Request-Id"},
+		{"request_id.trust_incoming", *c.RequestID.TrustIncoming, true},
+		{"access_log.enabled", *c.AccessLog.Enabled, true},
+		{"access_log.output", c.AccessLog.Output, "stdout"},
+		{"cors.allow_methods", strings.Join(r.Filters[0].CORS.AllowMethods, ","), "GET,HEAD,POST"},
+		{"upstream.policy", u.Policy, "round_robin"},
+		{"upstream.timeout", u.Timeout.D(), 30 * time.Second},
+		{"upstream.connect_timeout", u.ConnectTimeout.D(), 2 * time.Second},
+		{"upstream.preserve_host", u.PreserveHost, false},
+		{"target.weight", u.Targets[0].Weight, 100},
+		{"pool.max_idle_per_target", u.Pool.MaxIdlePerTarget, 64},
+		{"pool.max_per_target", u.Pool.MaxPerTarget, 0},
+		{"pool.idle_timeout", u.Pool.IdleTimeout.D(), 90 * time.Second},
+		{"retry.retries", *u.Retry.Retries, 1},
+		{"retry.on", strings.Join(u.Retry.On, ","), "connect_failure,502,503,504"},
+		{"retry.methods", strings.Join(u.Retry.Methods, ","), "GET,HEAD,OPTIONS,PUT,DELETE"},
+		{"passive_health.max_failures", *u.PassiveHealth.MaxFailures, 5},
+		{"passive_health.ejection", u.PassiveHealth.Ejection.D(), 10 * time.Second},
+		{"passive_health.max_ejection", u.PassiveHealth.MaxEjection.D(), 2 * time.Minute},
+		{"route.timeout", r.Timeout.D(), 30 * time.Second},
+		{"route.max_body_bytes", r.MaxBodyBytes, ByteSize(8 << 20)},
+		{"demo.http", c.Demo.HTTP, ""},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestDefaultsIdempotentAndIndependent(t *testing.T) {
+	c, err := Parse([]byte(base), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Parse([]byte(base), "", nil)
+	Defaults(again)
+	if !reflect.DeepEqual(c, again) {
+		t.Error("Defaults changed an already defaulted config")
+	}
+	// Default slices are not shared between upstreams.
+	c.Upstreams["users"].Retry.Methods[0] = "PATCH"
+	if c.Upstreams["orders"].Retry.Methods[0] != "GET" {
+		t.Error("upstreams share their default retry methods slice")
+	}
+	// An explicit empty list stays empty.
+	c, err = Parse([]byte(oneRoute+"upstreams:\n  users:\n    targets: [{url: \"http://a:1\"}]\n    retry: {on: []}\n"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on := c.Upstreams["users"].Retry.On; on == nil || len(on) != 0 {
+		t.Errorf("retry.on = %#v, want an empty list", on)
+	}
+}
+
+func TestDefaultsZeroConfig(t *testing.T) {
+	var c Config
+	Defaults(&c)
+	if c.Listen != DefaultListen || *c.Server.MaxInFlight != DefaultMaxInFlight || !*c.Server.H2C {
+		t.Errorf("Defaults(zero) = listen %q, max_in_flight %d, h2c %v", c.Listen, *c.Server.MaxInFlight, *c.Server.H2C)
+	}
+	// A zero config has no routes and no upstreams, which is allowed.
+	if err := Validate(&c); err != nil {
+		t.Errorf("Validate(defaulted zero config) = %v", err)
+	}
+}
+
+func TestValidateBuiltConfig(t *testing.T) {
+	c := &Config{
+		Upstreams: map[string]*Upstream{"a": {Targets: []Target{{URL: "http://a:1"}}}},
+		Routes:    []*Route{nil, {Name: "r", Match: Match{Prefix: "/"}, Upstream: "a", Timeout: Duration(-time.Second)}},
+	}
+	Defaults(c)
+	err := Validate(c)
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("Validate = %v, want *Error", err)
+	}
+	want := "routes[0]: empty route\nroutes[1].timeout: must not be negative, got -1s"
+	if err.Error() != want {
+		t.Errorf("Validate error =\n%s\nwant\n%s", err, want)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	c, err := Parse([]byte(oneRoute+`
+upstreams:
+  users: {targets: [{url: "http://a:1"}]}
+  spare: {targets: [{url: "http://b:1"}]}
+  archive: {targets: [{url: "http://c:1"}]}
+`), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Warnings(c)
+	want := []Problem{
+		{Path: "upstreams.archive", Reason: "not used by any route"},
+		{Path: "upstreams.spare", Reason: "not used by any route"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Warnings = %v, want %v", got, want)
+	}
+}
+
+func TestExplicitZeroShutdownDelaySurvives(t *testing.T) {
+	c, err := Parse([]byte("shutdown: {delay: 0s}\n"), "t.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Shutdown.Delay == nil || *c.Shutdown.Delay != 0 {
+		t.Fatalf("shutdown.delay: 0s became %v", c.Shutdown.Delay)
+	}
+}

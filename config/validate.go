@@ -1,0 +1,790 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dubbogw/dubbogw/exchange"
+)
+
+// Validate checks a defaulted configuration. It returns nil or an *Error
+// listing every problem found, sorted by YAML path (lines are unknown here;
+// Parse fills them in).
+func Validate(c *Config) error {
+	ps := validate(c)
+	if len(ps) == 0 {
+		return nil
+	}
+	sortProblems(ps)
+	return &Error{Problems: ps}
+}
+
+// Warnings lists what is allowed but probably unintended: upstreams that no
+// route uses. Sorted by path.
+func Warnings(c *Config) []Problem {
+	used := make(map[string]bool)
+	for _, r := range c.Routes {
+		if r != nil {
+			used[r.Upstream] = true
+		}
+	}
+	var ps problems
+	for name := range c.Upstreams {
+		if !used[name] {
+			ps.add(keyPath("upstreams", name), 0, "not used by any route")
+		}
+	}
+	sortProblems(ps)
+	return ps
+}
+
+func validate(c *Config) problems {
+	var ps problems
+	check := func(path string, err error) {
+		if err != nil {
+			ps.add(path, 0, "%v", err)
+		}
+	}
+
+	check("listen", checkListenAddr(c.Listen))
+	check("admin.listen", checkListenAddr(c.Admin.Listen))
+	if checkListenAddr(c.Listen) == nil && checkListenAddr(c.Admin.Listen) == nil {
+		check("admin.listen", checkListenersApart(c.Listen, c.Admin.Listen))
+	}
+	check("log.level", checkLogLevel(c.Log.Level))
+	check("log.format", checkLogFormat(c.Log.Format))
+
+	s := &c.Server
+	check("server.read_header_timeout", positive(s.ReadHeaderTimeout))
+	check("server.idle_timeout", positive(s.IdleTimeout))
+	if s.MaxHeaderBytes < 1<<10 {
+		ps.add("server.max_header_bytes", 0, "%d bytes is too small: at least 1KiB", s.MaxHeaderBytes)
+	}
+	if s.MaxBodyBytes < 0 {
+		ps.add("server.max_body_bytes", 0, "must not be negative")
+	}
+	if s.MaxInFlight != nil && *s.MaxInFlight < 0 {
+		ps.add("server.max_in_flight", 0, "must be 0 (no limit) or more, got %d", *s.MaxInFlight)
+	}
+	for i, p := range s.TrustedProxies {
+		if _, err := exchange.ParsePrefix(p); err != nil {
+			ps.add(indexPath("server.trusted_proxies", i), 0, "%q is not an IP address or CIDR", p)
+		}
+	}
+
+	if c.Shutdown.Delay != nil {
+		check("shutdown.delay", nonNegative(*c.Shutdown.Delay))
+	}
+	check("shutdown.drain_timeout", positive(c.Shutdown.DrainTimeout))
+	if c.Reload.Watch && c.Reload.Interval.D() < 100*time.Millisecond {
+		ps.add("reload.interval", 0, "%s is too short for watching the file: at least 100ms", c.Reload.Interval.D())
+	} else {
+		check("reload.interval", nonNegative(c.Reload.Interval))
+	}
+	check("request_id.header", checkHeaderName(c.RequestID.Header))
+	check("access_log.output", checkLogOutput(c.AccessLog.Output))
+
+	for i, f := range c.DefaultFilters {
+		validateFilter(&ps, indexPath("default_filters", i), f, nil)
+	}
+	validateUpstreams(&ps, c.Upstreams)
+	validateRoutes(&ps, c)
+
+	if c.Demo.HTTP != "" {
+		check("demo.http", checkListenAddr(c.Demo.HTTP))
+	}
+	return ps
+}
+
+func validateRoutes(ps *problems, c *Config) {
+	firstByName := make(map[string]int)
+	for i, r := range c.Routes {
+		path := indexPath("routes", i)
+		if r == nil {
+			ps.add(path, 0, "empty route")
+			continue
+		}
+		switch first, dup := firstByName[r.Name]; {
+		case r.Name == "":
+			ps.add(path+".name", 0, "required: every route has a unique name")
+		case !routeName.MatchString(r.Name):
+			ps.add(path+".name", 0, "%q: use only letters, digits, '-', '_' and '.'", r.Name)
+		case dup:
+			ps.add(path+".name", 0, "duplicate route name %q (first used by routes[%d])", r.Name, first)
+		default:
+			firstByName[r.Name] = i
+		}
+
+		params := validateMatch(ps, path+".match", &r.Match)
+
+		switch u := r.Upstream; {
+		case u == "":
+			ps.add(path+".upstream", 0, "required: name an entry of upstreams")
+		case c.Upstreams[u] == nil && !hasKey(c.Upstreams, u):
+			defined := "no upstreams are defined"
+			if len(c.Upstreams) > 0 {
+				defined = "defined: " + strings.Join(slices.Sorted(maps.Keys(c.Upstreams)), ", ")
+			}
+			ps.add(path+".upstream", 0, "upstream %q is not defined; %s", u, defined)
+		}
+		if err := nonNegative(r.Timeout); err != nil {
+			ps.add(path+".timeout", 0, "%v", err)
+		}
+		if r.MaxBodyBytes < 0 {
+			ps.add(path+".max_body_bytes", 0, "must not be negative")
+		}
+		for j, f := range r.Filters {
+			validateFilter(ps, indexPath(path+".filters", j), f, params)
+		}
+	}
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+var routeName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// validateMatch checks a route's match and returns the names of the
+// parameters of its path pattern (nil for a prefix route).
+func validateMatch(ps *problems, path string, m *Match) []string {
+	if m.Host != "" {
+		if err := checkRouteHost(m.Host); err != nil {
+			ps.add(path+".host", 0, "%v", err)
+		}
+	}
+	checkMethods(ps, path+".methods", m.Methods)
+	var params []string
+	switch {
+	case m.Path != "" && m.Prefix != "":
+		ps.add(path, 0, "set either path or prefix, not both")
+	case m.Path != "":
+		var err error
+		if params, err = parsePathPattern(m.Path); err != nil {
+			ps.add(path+".path", 0, "%v", err)
+		}
+	case m.Prefix != "":
+		if err := checkPrefix(m.Prefix); err != nil {
+			ps.add(path+".prefix", 0, "%v", err)
+		}
+	default:
+		ps.add(path, 0, `one of path or prefix is required (prefix "/" matches everything)`)
+	}
+	return params
+}
+
+// parsePathPattern checks "/users/{id}", "/files/{path...}" and returns the
+// parameter names.
+func parsePathPattern(p string) ([]string, error) {
+	if err := checkURLPath(p); err != nil {
+		return nil, err
+	}
+	var params []string
+	segments := strings.Split(p[1:], "/")
+	for i, seg := range segments {
+		if !strings.ContainsAny(seg, "{}") {
+			continue
+		}
+		if len(seg) < 2 || seg[0] != '{' || seg[len(seg)-1] != '}' {
+			return nil, fmt.Errorf("in %q: a {parameter} must be a whole path segment", p)
+		}
+		name := seg[1 : len(seg)-1]
+		if rest, ok := strings.CutSuffix(name, "..."); ok {
+			if i != len(segments)-1 {
+				return nil, fmt.Errorf("in %q: {%s} must be the last segment", p, name)
+			}
+			name = rest
+		}
+		if !isEnvName(name) {
+			return nil, fmt.Errorf("in %q: bad parameter name %q (letters, digits and '_')", p, name)
+		}
+		if slices.Contains(params, name) {
+			return nil, fmt.Errorf("in %q: parameter {%s} appears twice", p, name)
+		}
+		params = append(params, name)
+	}
+	return params, nil
+}
+
+func checkPrefix(p string) error {
+	if err := checkURLPath(p); err != nil {
+		return err
+	}
+	if strings.ContainsAny(p, "{}") {
+		return fmt.Errorf("%q: a prefix takes no {parameters}; use path for a pattern", p)
+	}
+	return nil
+}
+
+// checkURLPath checks what every configured path shares: a leading "/", and
+// no query, fragment, space or control character.
+func checkURLPath(p string) error {
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%q must start with \"/\"", p)
+	}
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		return fmt.Errorf("%q: a path has no %q part", p, p[i:i+1])
+	}
+	for _, r := range p {
+		if r <= ' ' || r == 0x7f {
+			return fmt.Errorf("%q contains a space or control character", p)
+		}
+	}
+	return nil
+}
+
+// checkMethods checks a list of HTTP methods: upper-case tokens, each once.
+func checkMethods(ps *problems, path string, methods []string) {
+	for i, m := range methods {
+		p := indexPath(path, i)
+		switch {
+		case !isToken(m):
+			ps.add(p, 0, "%q is not an HTTP method", m)
+		case m != strings.ToUpper(m):
+			ps.add(p, 0, "%q: methods are case-sensitive; write %s", m, strings.ToUpper(m))
+		default:
+			if j := slices.Index(methods[:i], m); j >= 0 {
+				ps.add(p, 0, "%s repeats %s", m, indexPath(lastKey(path), j))
+			}
+		}
+	}
+}
+
+// lastKey returns the last key of a path: "methods" for "routes[0].match.methods".
+func lastKey(path string) string {
+	segs := splitPath(path)
+	if len(segs) == 0 {
+		return path
+	}
+	return segs[len(segs)-1].key
+}
+
+// checkRouteHost accepts "api.example.com" and "*.example.com".
+func checkRouteHost(h string) error {
+	name := h
+	if rest, ok := strings.CutPrefix(h, "*."); ok {
+		name = rest
+	}
+	switch {
+	case h == "*":
+		return errors.New(`"*": leave host empty to match any host`)
+	case strings.Contains(name, "*"):
+		return fmt.Errorf("%q: a wildcard is only allowed as the whole first label, as in \"*.example.com\"", h)
+	case strings.Contains(name, ":") && !strings.HasPrefix(name, "["):
+		return fmt.Errorf("%q: write the host without a port", h)
+	case !validHost(name):
+		return fmt.Errorf("%q is not a host name", h)
+	}
+	return nil
+}
+
+// validHost accepts DNS names, IPv4 addresses and bracketed IPv6 addresses.
+func validHost(h string) bool {
+	if inner, ok := strings.CutPrefix(h, "["); ok {
+		inner, ok = strings.CutSuffix(inner, "]")
+		a, err := netip.ParseAddr(inner)
+		return ok && err == nil && a.Is6()
+	}
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(strings.TrimSuffix(h, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// validateFilter checks one filter list entry. params are the path parameters
+// of the route (nil in default_filters).
+func validateFilter(ps *problems, path string, f Filter, params []string) {
+	var set []string
+	if f.CORS != nil {
+		set = append(set, "cors")
+		validateCORS(ps, path+".cors", f.CORS)
+	}
+	if f.Headers != nil {
+		set = append(set, "headers")
+		validateHeaders(ps, path+".headers", f.Headers)
+	}
+	if f.Rewrite != nil {
+		set = append(set, "rewrite")
+		validateRewrite(ps, path+".rewrite", f.Rewrite, params)
+	}
+	if f.IP != nil {
+		set = append(set, "ip")
+		validateIPFilter(ps, path+".ip", f.IP)
+	}
+	switch len(set) {
+	case 0:
+		ps.add(path, 0, "empty filter entry: name one filter (cors, headers, rewrite or ip)")
+	case 1:
+	case 2:
+		ps.add(path, 0, "filter entry sets both %s and %s; write one per list item", set[0], set[1])
+	default:
+		ps.add(path, 0, "filter entry sets %s and %s; write one per list item",
+			strings.Join(set[:len(set)-1], ", "), set[len(set)-1])
+	}
+}
+
+func validateCORS(ps *problems, path string, c *CORS) {
+	if len(c.AllowOrigins) == 0 {
+		ps.add(path+".allow_origins", 0, `required: list the allowed origins ("*" allows any)`)
+	}
+	for i, o := range c.AllowOrigins {
+		if err := checkOrigin(o); err != nil {
+			ps.add(indexPath(path+".allow_origins", i), 0, "%v", err)
+		}
+	}
+	if c.AllowCredentials && slices.Contains(c.AllowOrigins, "*") {
+		ps.add(path+".allow_credentials", 0, `cannot be true with allow_origins "*": browsers refuse credentials for any origin; list the origins`)
+	}
+	checkMethods(ps, path+".allow_methods", c.AllowMethods)
+	for _, list := range []struct {
+		key   string
+		names []string
+	}{{"allow_headers", c.AllowHeaders}, {"expose_headers", c.ExposeHeaders}} {
+		for i, h := range list.names {
+			if h == "*" {
+				continue
+			}
+			if err := checkHeaderName(h); err != nil {
+				ps.add(indexPath(path+"."+list.key, i), 0, "%v", err)
+			}
+		}
+	}
+	if err := nonNegative(c.MaxAge); err != nil {
+		ps.add(path+".max_age", 0, "%v", err)
+	}
+}
+
+// checkOrigin accepts "*", "scheme://host[:port]" and "scheme://*.domain[:port]".
+func checkOrigin(o string) error {
+	if o == "*" {
+		return nil
+	}
+	scheme, hostport, ok := strings.Cut(o, "://")
+	if !ok || !validScheme(scheme) {
+		return fmt.Errorf("origin %q: want scheme://host[:port], as in \"https://app.example.com\"", o)
+	}
+	if i := strings.IndexByte(hostport, '/'); i >= 0 {
+		if i == len(hostport)-1 {
+			return fmt.Errorf("origin %q: drop the trailing \"/\" (an origin has no path)", o)
+		}
+		return fmt.Errorf("origin %q has a path; an origin is only scheme://host[:port]", o)
+	}
+	if o != strings.ToLower(o) {
+		return fmt.Errorf("origin %q: browsers send origins in lower case; write %q", o, strings.ToLower(o))
+	}
+	host := hostport
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.HasSuffix(hostport, "]") {
+		host = hostport[:i]
+		if err := checkPort(hostport[i+1:], false); err != nil {
+			return fmt.Errorf("origin %q: %v", o, err)
+		}
+	}
+	host = strings.TrimPrefix(host, "*.")
+	if strings.Contains(host, "*") || !validHost(host) {
+		return fmt.Errorf("origin %q: bad host (a wildcard is only allowed as in \"https://*.example.com\")", o)
+	}
+	return nil
+}
+
+func validScheme(s string) bool {
+	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+func validateHeaders(ps *problems, path string, h *Headers) {
+	empty := true
+	for _, dir := range []struct {
+		key string
+		ops *HeaderOps
+	}{{"request", &h.Request}, {"response", &h.Response}} {
+		p := path + "." + dir.key
+		for _, op := range []struct {
+			key    string
+			values map[string]string
+		}{{"set", dir.ops.Set}, {"add", dir.ops.Add}} {
+			for name, value := range op.values {
+				empty = false
+				hp := keyPath(p+"."+op.key, name)
+				if err := checkHeaderName(name); err != nil {
+					ps.add(hp, 0, "%v", err)
+				} else if !validHeaderValue(value) {
+					ps.add(hp, 0, "value %q contains a control character", value)
+				}
+			}
+		}
+		for i, name := range dir.ops.Remove {
+			empty = false
+			if err := checkHeaderName(name); err != nil {
+				ps.add(indexPath(p+".remove", i), 0, "%v", err)
+			}
+		}
+	}
+	if empty {
+		ps.add(path, 0, "empty headers filter: set request or response set, add or remove")
+	}
+}
+
+func validateRewrite(ps *problems, path string, r *Rewrite, params []string) {
+	var set []string
+	for _, f := range []struct{ key, value string }{{"strip_prefix", r.StripPrefix}, {"path", r.Path}, {"regex", r.Regex}} {
+		if f.value != "" {
+			set = append(set, f.key)
+		}
+	}
+	if len(set) > 1 {
+		ps.add(path, 0, "set at most one of strip_prefix, path and regex (got %s)", strings.Join(set, " and "))
+	}
+	if len(set) == 0 && r.AddPrefix == "" {
+		ps.add(path, 0, "empty rewrite: set strip_prefix, path, regex or add_prefix")
+	}
+	if r.StripPrefix != "" {
+		if err := checkURLPath(r.StripPrefix); err != nil {
+			ps.add(path+".strip_prefix", 0, "%v", err)
+		}
+	}
+	if r.AddPrefix != "" {
+		if err := checkURLPath(r.AddPrefix); err != nil {
+			ps.add(path+".add_prefix", 0, "%v", err)
+		}
+	}
+	if r.Path != "" {
+		if err := checkRewritePath(r.Path, params); err != nil {
+			ps.add(path+".path", 0, "%v", err)
+		}
+	}
+	if r.Regex != "" {
+		if _, err := regexp.Compile(r.Regex); err != nil {
+			ps.add(path+".regex", 0, "does not compile: %v", err)
+		}
+	} else if r.Replacement != "" {
+		ps.add(path+".replacement", 0, "needs regex")
+	}
+}
+
+// checkRewritePath checks a replacement path whose "{name}" refers to a
+// parameter of the route's path pattern. params is nil outside a route.
+func checkRewritePath(p string, params []string) error {
+	if err := checkURLPath(p); err != nil {
+		return err
+	}
+	for rest := p; ; {
+		open := strings.IndexByte(rest, '{')
+		if open < 0 {
+			if strings.Contains(rest, "}") {
+				return fmt.Errorf("%q: unbalanced \"}\"", p)
+			}
+			return nil
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return fmt.Errorf("%q: unbalanced \"{\"", p)
+		}
+		name := strings.TrimSuffix(rest[open+1:open+end], "...")
+		rest = rest[open+end+1:]
+		switch {
+		case params == nil:
+			return fmt.Errorf("%q uses {%s}, but there is no route path pattern to take it from", p, name)
+		case !slices.Contains(params, name):
+			return fmt.Errorf("%q uses {%s}, which is not a parameter of the route's match.path (has: %s)",
+				p, name, strings.Join(params, ", "))
+		}
+	}
+}
+
+func validateIPFilter(ps *problems, path string, f *IPFilter) {
+	if len(f.Allow) == 0 && len(f.Deny) == 0 {
+		ps.add(path, 0, "empty ip filter: set allow or deny")
+	}
+	for _, list := range []struct {
+		key   string
+		items []string
+	}{{"allow", f.Allow}, {"deny", f.Deny}} {
+		for i, item := range list.items {
+			if _, err := exchange.ParsePrefix(item); err != nil {
+				ps.add(indexPath(path+"."+list.key, i), 0, "%q is not an IP address or CIDR", item)
+			}
+		}
+	}
+}
+
+func validateUpstreams(ps *problems, upstreams map[string]*Upstream) {
+	for _, name := range slices.Sorted(maps.Keys(upstreams)) {
+		u := upstreams[name]
+		path := keyPath("upstreams", name)
+		if !routeName.MatchString(name) {
+			ps.add(path, 0, "upstream name %q: use only letters, digits, '-', '_' and '.'", name)
+		}
+		if u == nil {
+			ps.add(path, 0, "empty upstream: targets are required")
+			continue
+		}
+		if len(u.Targets) == 0 {
+			ps.add(path+".targets", 0, "required: at least one target")
+		}
+		firstByURL := make(map[string]int)
+		for i, t := range u.Targets {
+			tp := indexPath(path+".targets", i)
+			if err := checkTargetURL(t.URL); err != nil {
+				ps.add(tp+".url", 0, "%v", err)
+			} else if first, dup := firstByURL[t.URL]; dup {
+				ps.add(tp+".url", 0, "repeats targets[%d]; use weight to favour a target", first)
+			} else {
+				firstByURL[t.URL] = i
+			}
+			if t.Weight < 1 || t.Weight > 10000 {
+				ps.add(tp+".weight", 0, "must be 1..10000, got %d", t.Weight)
+			}
+		}
+		switch u.Policy {
+		case PolicyRoundRobin, PolicyWeightedRandom, PolicyLeastRequest:
+		default:
+			ps.add(path+".policy", 0, "%q is not a policy: want round_robin, weighted_random or least_request", u.Policy)
+		}
+		if err := positive(u.Timeout); err != nil {
+			ps.add(path+".timeout", 0, "%v", err)
+		}
+		if err := positive(u.ConnectTimeout); err != nil {
+			ps.add(path+".connect_timeout", 0, "%v", err)
+		}
+		if u.Pool.MaxIdlePerTarget < 0 {
+			ps.add(path+".pool.max_idle_per_target", 0, "must not be negative")
+		}
+		if u.Pool.MaxPerTarget < 0 {
+			ps.add(path+".pool.max_per_target", 0, "must be 0 (no cap) or more")
+		}
+		if err := nonNegative(u.Pool.IdleTimeout); err != nil {
+			ps.add(path+".pool.idle_timeout", 0, "%v", err)
+		}
+		validateRetry(ps, path+".retry", &u.Retry)
+		validatePassiveHealth(ps, path+".passive_health", &u.PassiveHealth)
+	}
+}
+
+// checkTargetURL accepts "http://host:port" and "https://host[:port]/base".
+func checkTargetURL(raw string) error {
+	if raw == "" {
+		return errors.New(`required: a base URL such as "http://127.0.0.1:8081"`)
+	}
+	if !strings.Contains(raw, "://") {
+		return fmt.Errorf("%q has no scheme: write \"http://%s\"", raw, raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL: %v", raw, errors.Unwrap(err))
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q: scheme must be http or https", raw)
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Errorf("%q has no host", raw)
+	case u.User != nil:
+		return fmt.Errorf("%q: credentials in the URL are not supported; use a headers filter", raw)
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Errorf("%q: a target has no query", raw)
+	case u.Fragment != "":
+		return fmt.Errorf("%q: a target has no fragment", raw)
+	}
+	if p := u.Port(); p != "" {
+		if err := checkPort(p, false); err != nil {
+			return fmt.Errorf("%q: %v", raw, err)
+		}
+	}
+	return nil
+}
+
+func validateRetry(ps *problems, path string, r *Retry) {
+	if r.Retries != nil && (*r.Retries < 0 || *r.Retries > 10) {
+		ps.add(path+".retries", 0, "must be 0..10, got %d", *r.Retries)
+	}
+	for i, on := range r.On {
+		p := indexPath(path+".on", i)
+		if on != RetryOnConnectFailure {
+			if code, err := strconv.Atoi(on); err != nil || code < 500 || code > 599 {
+				ps.add(p, 0, "%q: want connect_failure or a status code 500..599", on)
+				continue
+			}
+		}
+		if j := slices.Index(r.On[:i], on); j >= 0 {
+			ps.add(p, 0, "%s repeats on[%d]", on, j)
+		}
+	}
+	checkMethods(ps, path+".methods", r.Methods)
+}
+
+func validatePassiveHealth(ps *problems, path string, h *PassiveHealth) {
+	if h.MaxFailures != nil && *h.MaxFailures < 0 {
+		ps.add(path+".max_failures", 0, "must be 0 (no ejection) or more, got %d", *h.MaxFailures)
+	}
+	if err := positive(h.Ejection); err != nil {
+		ps.add(path+".ejection", 0, "%v", err)
+	}
+	if h.MaxEjection < h.Ejection {
+		ps.add(path+".max_ejection", 0, "%s is shorter than ejection (%s)", h.MaxEjection.D(), h.Ejection.D())
+	}
+}
+
+// checkListenAddr accepts "host:port" with an optional host and a port 0..65535.
+func checkListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if _, nerr := strconv.Atoi(addr); nerr == nil {
+			return fmt.Errorf("%q: want host:port; for any host write \":%s\"", addr, addr)
+		}
+		return fmt.Errorf("%q: want host:port, as in \":8080\" or \"127.0.0.1:9090\"", addr)
+	}
+	if err := checkPort(port, true); err != nil {
+		return fmt.Errorf("%q: %v", addr, err)
+	}
+	if host != "" && !validHost(host) {
+		if _, err := netip.ParseAddr(host); err != nil {
+			return fmt.Errorf("%q: %q is not a host name or IP address", addr, host)
+		}
+	}
+	return nil
+}
+
+func checkPort(port string, zeroOK bool) error {
+	n, err := strconv.Atoi(port)
+	low := 1
+	if zeroOK {
+		low = 0
+	}
+	if err != nil || n < low || n > 65535 || port[0] == '+' {
+		return fmt.Errorf("port %q is not a number %d..65535", port, low)
+	}
+	return nil
+}
+
+// checkListenersApart reports when the admin listener would collide with the
+// data-plane listener. Both addresses are valid.
+// Port 0 asks for any free port, so two such listeners never collide.
+func checkListenersApart(listen, admin string) error {
+	lh, lp, _ := net.SplitHostPort(listen)
+	ah, ap, _ := net.SplitHostPort(admin)
+	if lp != ap || lp == "0" {
+		return nil
+	}
+	if listen == admin {
+		return fmt.Errorf("%q is also listen's address; the admin listener needs its own", admin)
+	}
+	if wildcardHost(lh) || wildcardHost(ah) || lh == ah {
+		return fmt.Errorf("%q overlaps listen %q (same port); the admin listener needs its own", admin, listen)
+	}
+	return nil
+}
+
+func wildcardHost(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+
+func checkLogLevel(level string) error {
+	switch level {
+	case "debug", "info", "warn", "error":
+		return nil
+	}
+	return fmt.Errorf("%q: want debug, info, warn or error%s", level, lowerHint(level))
+}
+
+func checkLogFormat(format string) error {
+	switch format {
+	case "json", "text":
+		return nil
+	}
+	return fmt.Errorf("%q: want json or text%s", format, lowerHint(format))
+}
+
+func lowerHint(s string) string {
+	if s != strings.ToLower(s) {
+		return " (lower case)"
+	}
+	return ""
+}
+
+func checkLogOutput(out string) error {
+	switch {
+	case out == "stdout" || out == "stderr":
+		return nil
+	case strings.EqualFold(out, "stdout") || strings.EqualFold(out, "stderr"):
+		return fmt.Errorf("%q: write %s in lower case (anything else is a file path)", out, strings.ToLower(out))
+	case out == "":
+		return errors.New("want stdout, stderr or a file path")
+	case strings.ContainsRune(out, 0):
+		return fmt.Errorf("%q: a file path cannot contain NUL", out)
+	case strings.HasSuffix(out, "/"):
+		return fmt.Errorf("%q is a directory; name a file", out)
+	}
+	return nil
+}
+
+// checkHeaderName accepts an HTTP header field name (an RFC 9110 token).
+func checkHeaderName(name string) error {
+	if !isToken(name) {
+		return fmt.Errorf("%q is not a valid header name", name)
+	}
+	return nil
+}
+
+// isToken reports whether s is an RFC 9110 token (tchar+).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue rejects control characters other than tab.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func positive(d Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("must be more than 0, got %s", d.D())
+	}
+	return nil
+}
+
+func nonNegative(d Duration) error {
+	if d < 0 {
+		return fmt.Errorf("must not be negative, got %s", d.D())
+	}
+	return nil
+}
