@@ -10,7 +10,8 @@ import (
 // X-Forwarded-For is believed only hop by hop from the right while each hop
 // is a trusted proxy: the first untrusted address is the client. When the peer
 // itself is not trusted, the header is ignored (a client cannot forge it).
-func ClientIP(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) netip.Addr {
+// peerTrusted reports whether the peer is a trusted proxy.
+func ClientIP(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) (client netip.Addr, peerTrusted bool) {
 	peer, err := netip.ParseAddrPort(remoteAddr)
 	var addr netip.Addr
 	if err == nil {
@@ -18,10 +19,10 @@ func ClientIP(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) 
 	} else if a, err := netip.ParseAddr(remoteAddr); err == nil {
 		addr = a.Unmap()
 	} else {
-		return netip.Addr{}
+		return netip.Addr{}, false
 	}
 	if len(trusted) == 0 || !contains(trusted, addr) {
-		return addr
+		return addr, false
 	}
 	for i := len(forwardedFor) - 1; i >= 0; i-- {
 		hops := forwardedFor[i]
@@ -39,15 +40,15 @@ func ClientIP(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) 
 			a, err := netip.ParseAddr(hop)
 			if err != nil {
 				// A malformed hop: stop believing the chain; the last good address stands.
-				return addr
+				return addr, true
 			}
 			addr = a.Unmap()
 			if !contains(trusted, addr) {
-				return addr
+				return addr, true
 			}
 		}
 	}
-	return addr
+	return addr, true
 }
 
 // ParsePrefixes parses CIDRs and single addresses ("10.0.0.0/8", "192.0.2.7", "::1").

@@ -25,6 +25,10 @@ type Info struct {
 	Upstream string
 	// ClientIP is the client address, after trusted-proxy X-Forwarded-For resolution.
 	ClientIP netip.Addr
+	// TrustedPeer is true when the connection's peer is a configured trusted
+	// proxy: its X-Forwarded-* headers are then kept and extended upstream
+	// instead of replaced.
+	TrustedPeer bool
 	// Start is when the gateway accepted the request.
 	Start time.Time
 	// ErrorCode is set when the gateway itself answered with an error (see Code* constants).

@@ -1,0 +1,205 @@
+// Command dubbogw is an API gateway for HTTP clients calling Apache Dubbo and
+// HTTP services.
+//
+//	dubbogw run --config FILE [--listen ADDR] [--admin-listen ADDR] [--log-level LEVEL] [--log-format FORMAT]
+//	dubbogw validate --config FILE
+//	dubbogw version
+//
+// Flags override the DUBBOGW_* environment variables, which override the file.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/gateway"
+	"github.com/dubbogw/dubbogw/observe"
+)
+
+const usage = `dubbogw: an API gateway for HTTP clients calling Dubbo and HTTP services
+
+usage:
+  dubbogw run --config FILE [flags]   run the gateway
+  dubbogw validate --config FILE      check a configuration; exit 0 when valid
+  dubbogw version                     print the version
+
+run flags (override DUBBOGW_LISTEN, DUBBOGW_ADMIN_LISTEN, DUBBOGW_LOG_LEVEL, DUBBOGW_LOG_FORMAT and the file):
+  --listen ADDR        data-plane listener, e.g. :8080
+  --admin-listen ADDR  admin listener, e.g. 127.0.0.1:9090
+  --log-level LEVEL    debug, info, warn or error
+  --log-format FORMAT  json or text
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], stdout, stderr)
+	case "validate":
+		return cmdValidate(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "dubbogw", observe.Version)
+		return 0
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "dubbogw: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+// overrides are the flag values that beat the environment and the file.
+type overrides struct {
+	configPath, listen, adminListen, logLevel, logFormat string
+}
+
+func parseFlags(name string, args []string, stderr io.Writer, withRunFlags bool) (*overrides, bool) {
+	o := &overrides{}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.configPath, "config", "", "configuration file (YAML)")
+	if withRunFlags {
+		fs.StringVar(&o.listen, "listen", "", "data-plane listener address")
+		fs.StringVar(&o.adminListen, "admin-listen", "", "admin listener address")
+		fs.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error")
+		fs.StringVar(&o.logFormat, "log-format", "", "json or text")
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, false
+	}
+	if o.configPath == "" || fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "dubbogw %s: --config FILE is required and takes no other arguments\n", name)
+		return nil, false
+	}
+	return o, true
+}
+
+// load reads the file and applies the environment, then the flags.
+func (o *overrides) load() (*config.Config, error) {
+	cfg, err := config.Load(o.configPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := config.ApplyEnvOverrides(cfg, os.LookupEnv); err != nil {
+		return nil, err
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&cfg.Listen, o.listen)
+	set(&cfg.Admin.Listen, o.adminListen)
+	set(&cfg.Log.Level, o.logLevel)
+	set(&cfg.Log.Format, o.logFormat)
+	if err := config.Validate(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) int {
+	o, ok := parseFlags("validate", args, stderr, false)
+	if !ok {
+		return 2
+	}
+	cfg, err := o.load()
+	if err == nil {
+		err = gateway.Check(cfg)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "invalid configuration:\n%v\n", err)
+		return 1
+	}
+	for _, w := range config.Warnings(cfg) {
+		fmt.Fprintf(stderr, "warning: %v\n", w)
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d routes, %d upstreams)\n", o.configPath, len(cfg.Routes), len(cfg.Upstreams))
+	return 0
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	o, ok := parseFlags("run", args, stderr, true)
+	if !ok {
+		return 2
+	}
+	cfg, err := o.load()
+	if err != nil {
+		fmt.Fprintf(stderr, "invalid configuration:\n%v\n", err)
+		return 1
+	}
+	level, err := observe.ParseLevel(cfg.Log.Level)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	logger, levelVar := observe.NewLogger(stderr, cfg.Log.Format, level)
+	first := true
+	g, err := gateway.New(gateway.Options{
+		Load: func() (*config.Config, error) {
+			if first { // the file was just read and checked above
+				first = false
+				return cfg, nil
+			}
+			return o.load()
+		},
+		WatchPath: o.configPath,
+		Logger:    logger,
+		LogLevel:  levelVar,
+		Registry:  observe.NewRegistry(),
+	})
+	if err != nil {
+		logger.Error("cannot build the gateway", "error", err)
+		return 1
+	}
+
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(signals)
+
+	ctx := context.Background()
+	if err := g.Start(ctx); err != nil {
+		logger.Error("cannot start", "error", err)
+		_ = g.Shutdown(ctx)
+		return 1
+	}
+	for sig := range signals {
+		if sig == syscall.SIGHUP {
+			_ = g.Reload(ctx)
+			continue
+		}
+		logger.Info("signal received; shutting down gracefully (send it again to stop at once)", "signal", sig.String())
+		done := make(chan error, 1)
+		go func() { done <- g.Shutdown(ctx) }()
+		for {
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					logger.Warn("shutdown finished with errors", "error", err)
+				}
+				return 0
+			case sig := <-signals:
+				if sig != syscall.SIGHUP {
+					logger.Warn("second signal: exiting without draining", "signal", sig.String())
+					return 1
+				}
+			}
+		}
+	}
+	return 0
+}
+

@@ -1,0 +1,399 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the real dubbogw, built once for these tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dubbogw-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "dubbogw")
+	args := []string{"build", "-o", binary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building dubbogw: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "dubbogw.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String(), errb.String()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String(), errb.String()
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	if code, out, _ := runCLI(t, "version"); code != 0 || !strings.HasPrefix(out, "dubbogw ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	if code, _, errOut := runCLI(t, "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
+		t.Errorf("unknown command: %d %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "run"); code != 2 || !strings.Contains(errOut, "--config") {
+		t.Errorf("run without config: %d %q", code, errOut)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, ex := range []string{"../../examples/quickstart.yaml"} {
+		if code, out, errOut := runCLI(t, "validate", "--config", ex); code != 0 || !strings.Contains(out, "ok") {
+			t.Errorf("validate %s: %d %q %q", ex, code, out, errOut)
+		}
+	}
+	bad := []struct{ yaml, want string }{
+		{"listen: ':8080'\nroutes:\n  - name: a\n    match: {path: /a}\n    upstream: ghost\n", "routes[0].upstream"},
+		{"listen: ':8080'\nlisten_addr: x\n", "listen_addr"},
+		{"upstreams:\n  u: {targets: [{url: 'http://127.0.0.1:1'}], timeout: 5}\n", "upstreams.u.timeout"},
+		{"upstreams:\n  u: {targets: [{url: 'http://127.0.0.1:1'}]}\nroutes:\n  - {name: a, match: {path: /a}, upstream: u}\n  - {name: a, match: {path: /b}, upstream: u}\n", "routes[1].name"},
+		{"upstreams:\n  u: {targets: [{url: 'http://127.0.0.1:1'}]}\nroutes:\n  - {name: a, match: {path: '/a/{'}, upstream: u}\n", "routes"},
+	}
+	for _, b := range bad {
+		code, _, errOut := runCLI(t, "validate", "--config", writeConfig(t, b.yaml))
+		if code != 1 || !strings.Contains(errOut, b.want) {
+			t.Errorf("validate %q: exit %d, stderr %q, want mention of %s", b.yaml, code, errOut, b.want)
+		}
+	}
+}
+
+// proc is a running dubbogw binary whose JSON log lines are collected.
+type proc struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	lines []map[string]any
+	addrs chan [2]string // name, addr of each "listening" line
+	done  chan error
+}
+
+func startBinary(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{addrs: make(chan [2]string, 8), done: make(chan error, 1)}
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stdout = io.Discard
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var line map[string]any
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			p.mu.Lock()
+			p.lines = append(p.lines, line)
+			p.mu.Unlock()
+			if line["msg"] == "listening" {
+				p.addrs <- [2]string{fmt.Sprint(line["listener"]), fmt.Sprint(line["addr"])}
+			}
+		}
+		p.done <- p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+	})
+	return p
+}
+
+// addrOf waits for the listener's address to be logged.
+func (p *proc) addrOf(t *testing.T, listener string) string {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case a := <-p.addrs:
+			if a[0] == listener {
+				return a[1]
+			}
+		case <-timeout:
+			t.Fatalf("no %s listener logged", listener)
+		}
+	}
+}
+
+func (p *proc) logged(msg string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.lines {
+		if l["msg"] == msg {
+			return true
+		}
+	}
+	return false
+}
+
+func waitReady(t *testing.T, admin string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if r, err := http.Get("http://" + admin + "/readyz"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("gateway never became ready")
+}
+
+func TestQuickstartServesUsers(t *testing.T) {
+	p := startBinary(t, nil, "run", "--config", "../../examples/quickstart.yaml",
+		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+	admin := p.addrOf(t, "admin")
+	data := p.addrOf(t, "data")
+	waitReady(t, admin)
+	resp, err := http.Get("http://" + data + "/api/users/42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var user map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&user); err != nil || resp.StatusCode != 200 || user["id"] != "42" {
+		t.Fatalf("GET /api/users/42: %d %v %v", resp.StatusCode, user, err)
+	}
+	if resp.Header.Get("X-Request-Id") == "" {
+		t.Errorf("no X-Request-Id")
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := waitExit(t, p); err != nil {
+		t.Errorf("exit after SIGTERM: %v", err)
+	}
+}
+
+func waitExit(t *testing.T, p *proc) error {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("process did not exit")
+		return nil
+	}
+}
+
+// TestSIGTERMDrainsUnderLoad sends SIGTERM to the real binary while clients
+// keep sending requests to a slow upstream: every request that was accepted
+// completes, the process exits 0, and no client sees a reset.
+func TestSIGTERMDrainsUnderLoad(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(200 * time.Millisecond)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	defer upstream.Close()
+	cfg := writeConfig(t, fmt.Sprintf(`
+listen: "127.0.0.1:0"
+admin: {listen: "127.0.0.1:0"}
+access_log: {enabled: false}
+shutdown: {delay: 500ms, drain_timeout: 10s}
+upstreams:
+  slow: {targets: [{url: %q}]}
+routes:
+  - {name: slow, match: {prefix: /}, upstream: slow}
+`, upstream.URL))
+	p := startBinary(t, nil, "run", "--config", cfg)
+	admin := p.addrOf(t, "admin")
+	data := p.addrOf(t, "data")
+	waitReady(t, admin)
+
+	type result struct {
+		status int
+		err    error
+	}
+	var wg sync.WaitGroup
+	results := make(chan result, 1000)
+	stop := make(chan struct{})
+	client := &http.Client{Timeout: 15 * time.Second}
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := client.Get("http://" + data + "/x")
+				if err != nil {
+					// After the listener closes, new connections are refused: that is
+					// not a failed request. Anything else is.
+					if strings.Contains(err.Error(), "connection refused") {
+						return
+					}
+					results <- result{err: err}
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || string(b) != "ok" {
+					results <- result{status: resp.StatusCode, err: fmt.Errorf("body %q: %v", b, err)}
+					return
+				}
+				results <- result{status: resp.StatusCode}
+			}
+		}()
+	}
+	time.Sleep(600 * time.Millisecond)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exitErr := waitExit(t, p)
+	close(stop)
+	wg.Wait()
+	close(results)
+	ok := 0
+	for r := range results {
+		if r.err != nil || r.status != 200 {
+			t.Errorf("request failed during drain: status %d, %v", r.status, r.err)
+			continue
+		}
+		ok++
+	}
+	if exitErr != nil {
+		t.Errorf("exit: %v", exitErr)
+	}
+	if ok < 32 {
+		t.Errorf("only %d requests completed; the load did not overlap the drain", ok)
+	}
+	if !p.logged("draining") || !p.logged("stopped") {
+		t.Errorf("drain not logged")
+	}
+}
+
+func TestSIGHUPReloadsAndRefusesBadConfig(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.URL.Path)
+	}))
+	defer upstream.Close()
+	tmpl := `
+listen: "127.0.0.1:0"
+admin: {listen: "127.0.0.1:0"}
+access_log: {enabled: false}
+shutdown: {delay: 0s}
+upstreams:
+  u: {targets: [{url: %q}]}
+routes:
+  - {name: r, match: {path: %q}, upstream: %s}
+`
+	cfg := writeConfig(t, fmt.Sprintf(tmpl, upstream.URL, "/v1", "u"))
+	p := startBinary(t, nil, "run", "--config", cfg)
+	admin := p.addrOf(t, "admin")
+	data := p.addrOf(t, "data")
+	waitReady(t, admin)
+	get := func(path string) int {
+		r, err := http.Get("http://" + data + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		return r.StatusCode
+	}
+	if get("/v1") != 200 {
+		t.Fatal("v1 not served")
+	}
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(tmpl, upstream.URL, "/v2", "u")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, func() bool { return get("/v2") == 200 })
+	if get("/v1") != 404 {
+		t.Errorf("v1 still served after reload")
+	}
+	// A bad file is refused: v2 keeps serving, and the refusal is logged.
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(tmpl, upstream.URL, "/v3", "missing")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, func() bool { return p.logged("configuration reload refused; the previous configuration keeps serving") })
+	if get("/v2") != 200 || get("/v3") != 404 {
+		t.Errorf("bad reload changed the routes")
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := waitExit(t, p); err != nil {
+		t.Errorf("exit: %v", err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestEnvAndFlagOverrides(t *testing.T) {
+	cfg := writeConfig(t, `
+listen: "127.0.0.1:1"
+admin: {listen: "127.0.0.1:2"}
+access_log: {enabled: false}
+shutdown: {delay: 0s}
+upstreams:
+  u: {targets: [{url: "http://127.0.0.1:1"}]}
+routes:
+  - {name: r, match: {prefix: /}, upstream: u}
+`)
+	// The environment beats the file; the flag beats the environment.
+	p := startBinary(t, []string{"DUBBOGW_LISTEN=127.0.0.1:0", "DUBBOGW_ADMIN_LISTEN=127.0.0.1:3", "DUBBOGW_LOG_LEVEL=debug"},
+		"run", "--config", cfg, "--admin-listen", "127.0.0.1:0")
+	admin := p.addrOf(t, "admin")
+	data := p.addrOf(t, "data")
+	if strings.HasSuffix(admin, ":2") || strings.HasSuffix(admin, ":3") || strings.HasSuffix(data, ":1") {
+		t.Errorf("overrides not applied: admin %s data %s", admin, data)
+	}
+	waitReady(t, admin)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := waitExit(t, p); err != nil {
+		t.Errorf("exit: %v", err)
+	}
+}

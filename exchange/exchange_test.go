@@ -1,0 +1,82 @@
+package exchange
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+)
+
+func TestClientIP(t *testing.T) {
+	trusted, err := ParsePrefixes([]string{"10.0.0.0/8", "::1", "192.0.2.7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		remote      string
+		xff         []string
+		trusted     []netip.Prefix
+		want        string
+		peerTrusted bool
+	}{
+		{"198.51.100.1:5555", []string{"1.2.3.4"}, trusted, "198.51.100.1", false},         // untrusted peer: header ignored
+		{"198.51.100.1:5555", nil, nil, "198.51.100.1", false},                             // no trusted list
+		{"10.0.0.5:80", []string{"203.0.113.9"}, trusted, "203.0.113.9", true},             // one trusted hop
+		{"10.0.0.5:80", []string{"6.6.6.6, 203.0.113.9"}, trusted, "203.0.113.9", true},    // forged left part not believed
+		{"10.0.0.5:80", []string{"203.0.113.9, 10.1.1.1"}, trusted, "203.0.113.9", true},   // two trusted hops
+		{"10.0.0.5:80", []string{"203.0.113.9", "10.1.1.1"}, trusted, "203.0.113.9", true}, // several header lines
+		{"10.0.0.5:80", []string{"garbage, 10.1.1.1"}, trusted, "10.1.1.1", true},          // malformed hop stops the walk
+		{"10.0.0.5:80", nil, trusted, "10.0.0.5", true},                                    // trusted peer, no header
+		{"[::1]:80", []string{"2001:db8::1"}, trusted, "2001:db8::1", true},                // IPv6
+		{"[::ffff:192.0.2.7]:80", []string{"203.0.113.1"}, trusted, "203.0.113.1", true},   // mapped peer
+		{"192.0.2.7", nil, trusted, "192.0.2.7", true},                                     // address without port
+		{"@unix", nil, trusted, "invalid IP", false},
+	}
+	for _, c := range cases {
+		got, pt := ClientIP(c.remote, c.xff, c.trusted)
+		if got.String() != c.want || pt != c.peerTrusted {
+			t.Errorf("ClientIP(%q, %q) = %s, %v; want %s, %v", c.remote, c.xff, got, pt, c.want, c.peerTrusted)
+		}
+	}
+	if _, err := ParsePrefix("10.0.0.0/33"); err == nil {
+		t.Error("bad CIDR accepted")
+	}
+}
+
+func TestWriteError(t *testing.T) {
+	r := httptest.NewRequest("GET", "/x", nil)
+	info := &Info{RequestID: "rid", Route: "r1"}
+	r = r.WithContext(WithInfo(context.Background(), info))
+	w := httptest.NewRecorder()
+	WriteError(w, r, 503, CodeNoProvider, "no provider for \"a\"\n<b> & \xff")
+	if w.Code != 503 || w.Header().Get("Content-Type") != "application/json" || info.ErrorCode != CodeNoProvider {
+		t.Fatalf("status %d, headers %v, code %q", w.Code, w.Header(), info.ErrorCode)
+	}
+	var v map[string]map[string]string
+	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
+		t.Fatalf("not JSON: %v: %q", err, w.Body.String())
+	}
+	e := v["error"]
+	if e["code"] != "NO_PROVIDER" || e["route"] != "r1" || e["request_id"] != "rid" || e["message"] != "no provider for \"a\"\n<b> & \ufffd" {
+		t.Errorf("body %v", e)
+	}
+	// Without Info: no route or id fields, still valid JSON.
+	w = httptest.NewRecorder()
+	WriteError(w, httptest.NewRequest("GET", "/", nil), 404, CodeNoRoute, "none")
+	if w.Body.String() != `{"error":{"code":"NO_ROUTE","message":"none"}}`+"\n" {
+		t.Errorf("body %q", w.Body.String())
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	f.Add("plain")
+	f.Add("quote\" back\\ nl\n ctl\x01 \xff\xfe 漢字 😀")
+	f.Fuzz(func(t *testing.T, s string) {
+		b := appendJSONString(nil, s)
+		var out string
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatalf("%q encoded as invalid JSON %q: %v", s, b, err)
+		}
+	})
+}

@@ -1,0 +1,456 @@
+// Package gateway runs dubbogw: the data-plane and admin listeners, the route
+// table (router, filter chains, upstreams) swapped atomically on reload,
+// admission control, and the lifecycle (start, reload, drain).
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/demo"
+	"github.com/dubbogw/dubbogw/filter/accesslog"
+	"github.com/dubbogw/dubbogw/proxy"
+)
+
+// Options are what a Gateway is made from.
+type Options struct {
+	// Load returns a validated config; it is called at start and on every reload.
+	Load func() (*config.Config, error)
+	// WatchPath is the config file polled when reload.watch is on; empty disables watching.
+	WatchPath string
+	// Logger is the process logger; LogLevel, when set, follows log.level on reload.
+	Logger   *slog.Logger
+	LogLevel *slog.LevelVar
+	// Registry receives every metric; a fresh one is made when nil.
+	Registry *prometheus.Registry
+}
+
+// Gateway is one running dubbogw.
+type Gateway struct {
+	opts      Options
+	log       *slog.Logger
+	registry  *prometheus.Registry
+	metrics   *metrics
+	deps      deps
+	table     atomic.Pointer[table]
+	accessLog atomic.Pointer[accesslog.Logger]
+	inFlight  atomic.Int64
+	ready     atomic.Bool
+	draining  atomic.Bool
+
+	reloadMu sync.Mutex // one reload at a time
+	bg       sync.WaitGroup
+	stop     chan struct{} // closed by Shutdown: ends background goroutines
+
+	data, admin, demoHTTP *http.Server
+	dataLn, adminLn       net.Listener
+	hijacked              connSet
+	startCfg              *config.Config
+}
+
+// New loads the configuration and builds the first route table. Nothing
+// listens until Start.
+func New(opts Options) (*Gateway, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	g := &Gateway{opts: opts, log: opts.Logger, registry: opts.Registry, stop: make(chan struct{})}
+	g.metrics = newMetrics(g.registry,
+		func() float64 { return float64(g.inFlight.Load()) },
+		func() float64 {
+			if t := g.table.Load(); t != nil {
+				return float64(t.maxInFlight)
+			}
+			return 0
+		},
+		func() float64 {
+			if g.ready.Load() {
+				return 1
+			}
+			return 0
+		})
+	g.deps = deps{log: g.log, metrics: g.metrics, upstream: proxy.NewMetrics(g.registry)}
+	cfg, err := opts.Load()
+	if err != nil {
+		return nil, err
+	}
+	t, err := buildTable(cfg, nil, g.deps)
+	if err != nil {
+		return nil, err
+	}
+	al, err := accesslog.New(cfg.AccessLog)
+	if err != nil {
+		closeTable(t)
+		return nil, err
+	}
+	g.accessLog.Store(al)
+	g.table.Store(t)
+	g.startCfg = cfg
+	g.applyLogLevel(cfg)
+	g.metrics.routes.Set(float64(len(t.routes)))
+	g.metrics.reloadOK.Set(1)
+	g.metrics.reloadTime.SetToCurrentTime()
+	return g, nil
+}
+
+// Check builds a route table from cfg without listening, so `dubbogw
+// validate` catches everything a start would (router conflicts, filter
+// configs), then releases it.
+func Check(cfg *config.Config) error {
+	d := deps{log: slog.New(slog.DiscardHandler), upstream: proxy.NewMetrics(prometheus.NewRegistry())}
+	d.metrics = newMetrics(prometheus.NewRegistry(), zero, zero, zero)
+	t, err := buildTable(cfg, nil, d)
+	if err != nil {
+		return err
+	}
+	closeTable(t)
+	return nil
+}
+
+func zero() float64 { return 0 }
+
+func closeTable(t *table) {
+	for _, u := range t.upstreams {
+		u.Close()
+	}
+}
+
+// Start binds the admin listener, the demo services and the data listener,
+// then reports ready. It returns once everything listens.
+func (g *Gateway) Start(ctx context.Context) error {
+	cfg := g.startCfg
+	var lc net.ListenConfig
+	var err error
+	if g.adminLn, err = lc.Listen(ctx, "tcp", cfg.Admin.Listen); err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	g.admin = &http.Server{
+		Handler:           g.adminHandler(cfg),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
+	}
+	g.serveBackground("admin", g.admin, g.adminLn)
+
+	if cfg.Demo.HTTP != "" {
+		ln, err := lc.Listen(ctx, "tcp", cfg.Demo.HTTP)
+		if err != nil {
+			return fmt.Errorf("demo http service: %w", err)
+		}
+		g.demoHTTP = &http.Server{Handler: demo.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
+		g.serveBackground("demo-http", g.demoHTTP, ln)
+	}
+
+	if g.dataLn, err = lc.Listen(ctx, "tcp", cfg.Listen); err != nil {
+		return fmt.Errorf("data listener: %w", err)
+	}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	if cfg.Server.H2C == nil || *cfg.Server.H2C {
+		protocols.SetUnencryptedHTTP2(true)
+	}
+	g.data = &http.Server{
+		Handler:           g,
+		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.D(),
+		IdleTimeout:       cfg.Server.IdleTimeout.D(),
+		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
+		Protocols:         protocols,
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
+	}
+	g.serveBackground("data", g.data, g.dataLn)
+
+	if cfg.Reload.Watch && g.opts.WatchPath != "" {
+		g.bg.Add(1)
+		go g.watch(g.opts.WatchPath, fileSum(g.opts.WatchPath), cfg.Reload.Interval.D())
+	}
+	g.ready.Store(true)
+	g.log.Info("ready", "routes", len(g.table.Load().routes))
+	return nil
+}
+
+func (g *Gateway) serveBackground(name string, srv *http.Server, ln net.Listener) {
+	g.log.Info("listening", "listener", name, "addr", ln.Addr().String())
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.log.Error("listener failed", "listener", name, "error", err)
+		}
+	}()
+}
+
+// Addr is the data listener's address (after Start).
+func (g *Gateway) Addr() string { return g.dataLn.Addr().String() }
+
+// AdminAddr is the admin listener's address (after Start).
+func (g *Gateway) AdminAddr() string { return g.adminLn.Addr().String() }
+
+// Reload loads the configuration again; a valid one replaces the route table
+// atomically (requests in flight finish on the table they started with), a
+// bad one is refused and the current one keeps serving.
+func (g *Gateway) Reload(ctx context.Context) error {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	err := g.reload()
+	if err != nil {
+		g.metrics.reloads.WithLabelValues("failure").Inc()
+		g.metrics.reloadOK.Set(0)
+		g.log.Error("configuration reload refused; the previous configuration keeps serving", "error", err)
+		return err
+	}
+	g.metrics.reloads.WithLabelValues("success").Inc()
+	g.metrics.reloadOK.Set(1)
+	g.metrics.reloadTime.SetToCurrentTime()
+	return nil
+}
+
+func (g *Gateway) reload() error {
+	cfg, err := g.opts.Load()
+	if err != nil {
+		return err
+	}
+	old := g.table.Load()
+	t, err := buildTable(cfg, old, g.deps)
+	if err != nil {
+		return err
+	}
+	if cfg.AccessLog.Output != old.cfg.AccessLog.Output || !sameBool(cfg.AccessLog.Enabled, old.cfg.AccessLog.Enabled) {
+		al, err := accesslog.New(cfg.AccessLog)
+		if err != nil {
+			closeNew(t, old)
+			return err
+		}
+		prev := g.accessLog.Swap(al)
+		defer prev.Close()
+	}
+	for _, w := range restartOnly(old.cfg, cfg) {
+		g.log.Warn("this setting changes only on restart", "key", w)
+	}
+	g.table.Store(t)
+	g.applyLogLevel(cfg)
+	g.metrics.routes.Set(float64(len(t.routes)))
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		releaseAfterDrain(old, t, cfg.Shutdown.DrainTimeout.D(), g.metrics, g.log)
+	}()
+	g.log.Info("configuration reloaded", "routes", len(t.routes), "upstreams", len(t.upstreams))
+	return nil
+}
+
+// closeNew closes the upstreams t created (not those taken over from old).
+func closeNew(t, old *table) {
+	for name, u := range t.upstreams {
+		if old.upstreams[name] != u {
+			u.Close()
+		}
+	}
+}
+
+func sameBool(a, b *bool) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// restartOnly names the settings that changed but take effect only on restart.
+func restartOnly(old, cfg *config.Config) []string {
+	var out []string
+	if old.Listen != cfg.Listen {
+		out = append(out, "listen")
+	}
+	if old.Admin != cfg.Admin {
+		out = append(out, "admin")
+	}
+	if old.Demo != cfg.Demo {
+		out = append(out, "demo")
+	}
+	if old.Server.ReadHeaderTimeout != cfg.Server.ReadHeaderTimeout || old.Server.IdleTimeout != cfg.Server.IdleTimeout ||
+		old.Server.MaxHeaderBytes != cfg.Server.MaxHeaderBytes || !sameBool(old.Server.H2C, cfg.Server.H2C) {
+		out = append(out, "server (timeouts, max_header_bytes, h2c)")
+	}
+	if old.Reload != cfg.Reload {
+		out = append(out, "reload")
+	}
+	return out
+}
+
+func (g *Gateway) applyLogLevel(cfg *config.Config) {
+	if g.opts.LogLevel == nil {
+		return
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(cfg.Log.Level)); err == nil {
+		g.opts.LogLevel.Set(l)
+	}
+}
+
+// Shutdown drains the gateway: readiness goes false, keep-alives stop, the
+// configured delay lets load balancers notice, the data listener closes and
+// in-flight requests finish within the drain timeout; then upstreams, demo
+// services and finally the admin listener close.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	if !g.draining.CompareAndSwap(false, true) {
+		return errors.New("shutdown already in progress")
+	}
+	g.ready.Store(false)
+	cfg := g.table.Load().cfg
+	var delay time.Duration
+	if cfg.Shutdown.Delay != nil {
+		delay = cfg.Shutdown.Delay.D()
+	}
+	g.log.Info("draining", "delay", delay, "drain_timeout", cfg.Shutdown.DrainTimeout.D(), "in_flight", g.inFlight.Load())
+	close(g.stop)
+	var errs []error
+	if g.data != nil {
+		g.data.SetKeepAlivesEnabled(false)
+		sleep(ctx, delay)
+		dctx, cancel := context.WithTimeout(ctx, cfg.Shutdown.DrainTimeout.D())
+		if err := g.data.Shutdown(dctx); err != nil {
+			g.log.Warn("drain deadline passed; closing remaining connections", "in_flight", g.inFlight.Load())
+			_ = g.data.Close()
+			errs = append(errs, fmt.Errorf("draining: %w", err))
+		}
+		// Upgraded (WebSocket) connections are not tracked by Shutdown: give
+		// them the rest of the drain time, then close them.
+		if n := g.hijacked.wait(dctx); n > 0 {
+			g.log.Warn("closing upgraded connections at the drain deadline", "connections", n)
+		}
+		cancel()
+	}
+	if g.demoHTTP != nil {
+		_ = g.demoHTTP.Close()
+	}
+	t := g.table.Load()
+	t.retire()
+	closeTable(t)
+	if g.admin != nil {
+		actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = g.admin.Shutdown(actx)
+		cancel()
+	}
+	g.bg.Wait()
+	_ = g.accessLog.Load().Close()
+	g.log.Info("stopped")
+	return errors.Join(errs...)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// watch polls the config file and reloads when its content changes.
+func (g *Gateway) watch(path string, last [32]byte, every time.Duration) {
+	defer g.bg.Done()
+	if every <= 0 {
+		every = 2 * time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-tick.C:
+			sum := fileSum(path)
+			if sum == last || sum == ([32]byte{}) {
+				continue
+			}
+			last = sum
+			g.log.Info("configuration file changed; reloading", "path", path)
+			_ = g.Reload(context.Background())
+		}
+	}
+}
+
+func fileSum(path string) [32]byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return [32]byte{}
+	}
+	return sha256.Sum256(b)
+}
+
+// connSet tracks hijacked (upgraded) data-plane connections, which
+// http.Server.Shutdown does not wait for.
+type connSet struct {
+	mu    sync.Mutex
+	conns map[*trackedConn]struct{}
+}
+
+// add registers c until it is closed.
+func (s *connSet) add(c net.Conn) net.Conn {
+	tc := &trackedConn{Conn: c, set: s}
+	s.mu.Lock()
+	if s.conns == nil {
+		s.conns = make(map[*trackedConn]struct{})
+	}
+	s.conns[tc] = struct{}{}
+	s.mu.Unlock()
+	return tc
+}
+
+func (s *connSet) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// wait returns once every tracked connection is closed by its users, or, when
+// ctx ends first, closes the rest and returns how many it closed.
+func (s *connSet) wait(ctx context.Context) int {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for s.count() > 0 {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			s.mu.Lock()
+			rest := s.conns
+			s.conns = nil
+			s.mu.Unlock()
+			for c := range rest {
+				_ = c.Conn.Close()
+			}
+			return len(rest)
+		}
+	}
+	return 0
+}
+
+type trackedConn struct {
+	net.Conn
+	set  *connSet
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.set.mu.Lock()
+		delete(c.set.conns, c)
+		c.set.mu.Unlock()
+	})
+	return c.Conn.Close()
+}

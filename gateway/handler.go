@@ -1,0 +1,224 @@
+package gateway
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/filter/accesslog"
+	"github.com/dubbogw/dubbogw/filter/requestid"
+	"github.com/dubbogw/dubbogw/router"
+)
+
+// ServeHTTP is the data plane: request id, admission, routing, body limit,
+// the route's filter chain and upstream, then metrics and the access log.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	t := acquire(&g.table)
+	defer t.release()
+
+	info := &exchange.Info{Start: start}
+	info.RequestID = requestid.Pick(r.Header.Get(t.reqIDHeader), t.trustReqID)
+	r.Header.Set(t.reqIDHeader, info.RequestID)
+	w.Header().Set(t.reqIDHeader, info.RequestID)
+	info.ClientIP, info.TrustedPeer = exchange.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), t.trusted)
+	r = r.WithContext(exchange.WithInfo(r.Context(), info))
+	rec := &recorder{ResponseWriter: w, upgraded: &g.hijacked}
+
+	rm := g.serve(t, rec, r, info)
+
+	status := rec.status
+	if status == 0 {
+		if info.ErrorCode == exchange.CodeClientClosed {
+			status = 499
+		} else {
+			status = http.StatusOK
+		}
+	}
+	d := time.Since(start)
+	rm.count(status)
+	rm.duration.Observe(d.Seconds())
+	if info.ErrorCode != "" {
+		g.metrics.errorCounter(info.ErrorCode).Inc()
+	}
+	var bytesIn int64
+	if body, ok := r.Body.(*limitedBody); ok {
+		bytesIn = body.n
+	}
+	g.accessLog.Load().Log(r.Context(), &accesslog.Entry{
+		Request: r, Info: info, Status: status, BytesIn: bytesIn, BytesOut: rec.bytes, Duration: d,
+	})
+}
+
+// serve admits, routes and runs one request; it returns the metrics to count it under.
+func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.Info) *routeMetrics {
+	n := g.inFlight.Add(1)
+	defer g.inFlight.Add(-1)
+	if t.maxInFlight > 0 && n > t.maxInFlight {
+		// Shed at once: queueing here is how a slow dependency becomes an outage.
+		w.Header().Set("Retry-After", "1")
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeShed, "the gateway is at its in-flight limit; retry later")
+		return t.notFound
+	}
+
+	p := r.URL.Path
+	if !strings.HasPrefix(p, "/") {
+		exchange.WriteError(w, r, http.StatusNotFound, exchange.CodeNoRoute, "no route for "+r.Method+" "+r.RequestURI)
+		return t.notFound
+	}
+	if c := cleanPath(p); c != p {
+		// Match and forward the cleaned path, so "/public/../admin" cannot
+		// slip past the filters of the route that owns "/admin".
+		r.URL.Path, r.URL.RawPath = c, ""
+		p = c
+	}
+	method := r.Method
+	if method == http.MethodOptions && r.Header.Get("Origin") != "" {
+		if m := r.Header.Get("Access-Control-Request-Method"); m != "" {
+			method = m // a CORS preflight belongs to the route of the method it asks about
+		}
+	}
+	var buf [8]router.Param
+	rt, params, st := t.router.Match(r.Host, method, p, buf[:0])
+	switch st {
+	case router.NotFound:
+		exchange.WriteError(w, r, http.StatusNotFound, exchange.CodeNoRoute, "no route for "+r.Method+" "+p)
+		return t.notFound
+	case router.MethodNotAllowed:
+		w.Header().Set("Allow", strings.Join(t.router.Allowed(r.Host, p), ", "))
+		exchange.WriteError(w, r, http.StatusMethodNotAllowed, exchange.CodeMethodNotAllowed, "method "+r.Method+" is not allowed on "+p)
+		return t.notFound
+	}
+	info.Route = rt.name
+	for _, pa := range params {
+		r.SetPathValue(pa.Name, pa.Value)
+	}
+	if r.ContentLength > rt.maxBody {
+		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
+			fmt.Sprintf("request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, rt.maxBody))
+		return rt.metrics
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &limitedBody{rc: r.Body, left: rt.maxBody, limit: rt.maxBody}
+	}
+	g.runRoute(rt, w, r)
+	return rt.metrics
+}
+
+// runRoute runs the route's chain; a panic becomes a 500 for this request only.
+func (g *Gateway) runRoute(rt *route, w *recorder, r *http.Request) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if v == http.ErrAbortHandler {
+			panic(v) // the proxy aborting a broken response: let net/http close the connection quietly
+		}
+		rt.metrics.panics.Inc()
+		g.log.Error("panic in route", "route", rt.name, "request_id", exchange.From(r.Context()).RequestID,
+			"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		if w.status != 0 || w.hijacked {
+			panic(http.ErrAbortHandler) // headers are out: only closing the connection tells the client
+		}
+		exchange.WriteError(w, r, http.StatusInternalServerError, exchange.CodeInternal, "internal error in route "+rt.name)
+	}()
+	rt.handler.ServeHTTP(w, r)
+}
+
+// cleanPath is path.Clean keeping a trailing slash.
+func cleanPath(p string) string {
+	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+		return p
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+// recorder notes the status and the bytes written, for metrics and the access log.
+type recorder struct {
+	http.ResponseWriter
+	status   int
+	bytes    int64
+	hijacked bool
+	upgraded *connSet // where hijacked connections are tracked for the drain
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Flush sends buffered data to the client (streaming responses).
+func (w *recorder) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack hands the connection over (WebSocket upgrades).
+func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.hijacked = true
+	w.status = http.StatusSwitchingProtocols
+	return w.upgraded.add(c), brw, nil
+}
+
+// Unwrap exposes the underlying writer to http.ResponseController.
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// limitedBody counts request body bytes and fails past the route's limit with
+// *http.MaxBytesError, which the upstream turns into a 413.
+type limitedBody struct {
+	rc    io.ReadCloser
+	n     int64
+	left  int64
+	limit int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// Probe one byte: a body of exactly the limit is fine.
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n > 0 {
+			return 0, &http.MaxBytesError{Limit: b.limit}
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+

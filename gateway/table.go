@@ -1,0 +1,268 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/filter"
+	"github.com/dubbogw/dubbogw/filter/cors"
+	"github.com/dubbogw/dubbogw/filter/headers"
+	"github.com/dubbogw/dubbogw/filter/ipfilter"
+	"github.com/dubbogw/dubbogw/filter/rewrite"
+	"github.com/dubbogw/dubbogw/proxy"
+	"github.com/dubbogw/dubbogw/router"
+)
+
+// route is one compiled route: its filter chain ends in its upstream.
+type route struct {
+	name     string
+	cfg      *config.Route
+	handler  http.Handler
+	maxBody  int64
+	metrics  *routeMetrics
+	filters  []string
+	upstream string
+}
+
+// table is an immutable snapshot of everything a request needs: built from
+// one config, swapped atomically on reload. Requests hold a reference while
+// they run, so resources the next table no longer uses are released only
+// after the last request on this one finishes.
+type table struct {
+	cfg         *config.Config
+	router      *router.Router[*route]
+	routes      []*route
+	upstreams   map[string]*proxy.Upstream
+	trusted     []netip.Prefix
+	reqIDHeader string
+	trustReqID  bool
+	maxInFlight int64
+	notFound    *routeMetrics
+
+	refs      atomic.Int64
+	retired   atomic.Bool
+	drainOnce sync.Once
+	drained   chan struct{}
+}
+
+// deps are the process-lifetime things a table is built with.
+type deps struct {
+	log      *slog.Logger
+	metrics  *metrics
+	upstream *proxy.Metrics
+}
+
+// buildTable compiles cfg. Upstreams whose config is unchanged are taken over
+// from old (keeping their connection pools and health state); the rest are new.
+// On error nothing built is leaked.
+func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
+	t := &table{
+		cfg:         cfg,
+		upstreams:   make(map[string]*proxy.Upstream, len(cfg.Upstreams)),
+		reqIDHeader: http.CanonicalHeaderKey(cfg.RequestID.Header),
+		trustReqID:  cfg.RequestID.TrustIncoming == nil || *cfg.RequestID.TrustIncoming,
+		drained:     make(chan struct{}),
+	}
+	if cfg.Server.MaxInFlight != nil {
+		t.maxInFlight = int64(*cfg.Server.MaxInFlight)
+	}
+	if t.reqIDHeader == "" {
+		t.reqIDHeader = "X-Request-Id"
+	}
+	var created []*proxy.Upstream
+	defer func() {
+		if err != nil {
+			for _, u := range created {
+				u.Close()
+			}
+		}
+	}()
+	if t.trusted, err = exchange.ParsePrefixes(cfg.Server.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("server.trusted_proxies: %w", err)
+	}
+
+	names := make([]string, 0, len(cfg.Upstreams))
+	for name := range cfg.Upstreams {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ucfg := cfg.Upstreams[name]
+		if old != nil {
+			if prev, ok := old.upstreams[name]; ok && reflect.DeepEqual(old.cfg.Upstreams[name], ucfg) {
+				t.upstreams[name] = prev
+				continue
+			}
+		}
+		u, err := proxy.New(name, ucfg, d.upstream, d.log)
+		if err != nil {
+			return nil, fmt.Errorf("upstreams.%s: %w", name, err)
+		}
+		created = append(created, u)
+		t.upstreams[name] = u
+	}
+
+	specs := make([]router.Spec[*route], 0, len(cfg.Routes))
+	for i, rc := range cfg.Routes {
+		rt, err := buildRoute(cfg, rc, t, d)
+		if err != nil {
+			return nil, fmt.Errorf("routes[%d]%w", i, err)
+		}
+		t.routes = append(t.routes, rt)
+		specs = append(specs, router.Spec[*route]{
+			Host: rc.Match.Host, Methods: rc.Match.Methods,
+			Path: rc.Match.Path, Prefix: rc.Match.Prefix, Value: rt,
+		})
+	}
+	if t.router, err = router.New(specs); err != nil {
+		return nil, fmt.Errorf("routes: %w", err)
+	}
+	t.notFound = d.metrics.forRoute(noRoute)
+	return t, nil
+}
+
+// buildRoute compiles one route; errors start with the path below routes[i].
+func buildRoute(cfg *config.Config, rc *config.Route, t *table, d deps) (*route, error) {
+	u, ok := t.upstreams[rc.Upstream]
+	if !ok {
+		return nil, fmt.Errorf(".upstream: upstream %q is not defined", rc.Upstream)
+	}
+	params := paramNames(rc.Match.Path)
+	var chain []filter.Filter
+	var names []string
+	for j, fc := range cfg.DefaultFilters {
+		f, name, err := buildFilter(fc, params)
+		if err != nil {
+			return nil, fmt.Errorf(" (default_filters[%d].%s): %w", j, name, err)
+		}
+		chain, names = append(chain, f), append(names, name)
+	}
+	for j, fc := range rc.Filters {
+		f, name, err := buildFilter(fc, params)
+		if err != nil {
+			return nil, fmt.Errorf(".filters[%d].%s: %w", j, name, err)
+		}
+		chain, names = append(chain, f), append(names, name)
+	}
+	maxBody := int64(rc.MaxBodyBytes)
+	if maxBody == 0 {
+		maxBody = int64(cfg.Server.MaxBodyBytes)
+	}
+	return &route{
+		name:     rc.Name,
+		cfg:      rc,
+		handler:  filter.Chain(u.Handler(time.Duration(rc.Timeout)), chain...),
+		maxBody:  maxBody,
+		metrics:  d.metrics.forRoute(rc.Name),
+		filters:  names,
+		upstream: rc.Upstream,
+	}, nil
+}
+
+// buildFilter builds the one filter an entry names.
+func buildFilter(fc config.Filter, params []string) (filter.Filter, string, error) {
+	switch {
+	case fc.CORS != nil:
+		f, err := cors.New(fc.CORS)
+		return f, "cors", err
+	case fc.Headers != nil:
+		f, err := headers.New(fc.Headers)
+		return f, "headers", err
+	case fc.Rewrite != nil:
+		f, err := rewrite.New(fc.Rewrite, params)
+		return f, "rewrite", err
+	case fc.IP != nil:
+		f, err := ipfilter.New(fc.IP)
+		return f, "ip", err
+	}
+	return nil, "?", errors.New("empty filter entry")
+}
+
+// paramNames lists the {name} and {name...} parameters of a path pattern.
+func paramNames(pattern string) []string {
+	var out []string
+	for _, seg := range strings.Split(pattern, "/") {
+		if len(seg) > 2 && seg[0] == '{' && seg[len(seg)-1] == '}' {
+			out = append(out, strings.TrimSuffix(seg[1:len(seg)-1], "..."))
+		}
+	}
+	return out
+}
+
+// acquire takes a reference on the active table, retrying if a reload
+// swapped it between the load and the increment.
+func acquire(p *atomic.Pointer[table]) *table {
+	for {
+		t := p.Load()
+		t.refs.Add(1)
+		if p.Load() == t {
+			return t
+		}
+		t.release()
+	}
+}
+
+func (t *table) release() {
+	if t.refs.Add(-1) == 0 && t.retired.Load() {
+		t.drainOnce.Do(func() { close(t.drained) })
+	}
+}
+
+// retire marks t replaced; drained closes once its last request finishes.
+func (t *table) retire() {
+	t.retired.Store(true)
+	if t.refs.Load() == 0 {
+		t.drainOnce.Do(func() { close(t.drained) })
+	}
+}
+
+// releaseAfterDrain closes the upstreams of old that next does not use, once
+// old's last request is done (or after limit, so a stuck request cannot pin them).
+func releaseAfterDrain(old, next *table, limit time.Duration, m *metrics, log *slog.Logger) {
+	var gone []*proxy.Upstream
+	for name, u := range old.upstreams {
+		if next == nil || next.upstreams[name] != u {
+			gone = append(gone, u)
+		}
+	}
+	var goneRoutes []string
+	for _, r := range old.routes {
+		if next == nil || !next.hasRoute(r.name) {
+			goneRoutes = append(goneRoutes, r.name)
+		}
+	}
+	old.retire()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-old.drained:
+	case <-timer.C:
+		log.Warn("releasing an old route table with requests still running", "in_flight", old.refs.Load(), "after", limit)
+	}
+	for _, u := range gone {
+		u.Close()
+	}
+	for _, name := range goneRoutes {
+		m.forget(name)
+	}
+}
+
+func (t *table) hasRoute(name string) bool {
+	for _, r := range t.routes {
+		if r.name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,28 @@
+// Package testenv gives integration tests the addresses of the real services
+// scripts/test.sh starts on loopback (Redis, ZooKeeper). Outside that script
+// such tests skip; under CI (CI=true) a missing service fails them instead,
+// so a broken test script cannot pass by skipping.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// RedisAddr returns the test Redis server's host:port.
+func RedisAddr(t testing.TB) string { return addr(t, "DUBBOGW_TEST_REDIS_ADDR", "Redis") }
+
+// ZooKeeperAddr returns the test ZooKeeper server's host:port.
+func ZooKeeperAddr(t testing.TB) string { return addr(t, "DUBBOGW_TEST_ZK_ADDR", "ZooKeeper") }
+
+func addr(t testing.TB, env, what string) string {
+	t.Helper()
+	if v := os.Getenv(env); v != "" {
+		return v
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is not set under CI: scripts/test.sh must start %s", env, what)
+	}
+	t.Skipf("%s not set: run ./scripts/test.sh to start %s on loopback", env, what)
+	return ""
+}

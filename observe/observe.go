@@ -1,0 +1,71 @@
+// Package observe sets up the gateway's logger and its Prometheus registry
+// (runtime and build-info collectors). Metric families of each part of the
+// gateway are created by that part against the registry built here.
+package observe
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Version is the gateway's version, set at build time with
+// -ldflags "-X github.com/dubbogw/dubbogw/observe.Version=v1.2.3".
+var Version = "dev"
+
+// ParseLevel turns debug, info, warn or error into a slog level.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("unknown log level %q (want debug, info, warn or error)", s)
+}
+
+// NewLogger returns a logger writing format ("json" or "text") to w, whose
+// level can be changed later through the returned LevelVar (on reload).
+func NewLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, *slog.LevelVar) {
+	lv := new(slog.LevelVar)
+	lv.Set(level)
+	opts := &slog.HandlerOptions{Level: lv}
+	var h slog.Handler
+	if format == "text" {
+		h = slog.NewTextHandler(w, opts)
+	} else {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	return slog.New(h), lv
+}
+
+// NewRegistry returns a registry with Go runtime, process and build-info
+// collectors (dubbogw_build_info{version,goversion}).
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	goVersion := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+	}
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "dubbogw_build_info",
+		Help:        "Build information; the value is always 1.",
+		ConstLabels: prometheus.Labels{"version": Version, "goversion": goVersion},
+	})
+	info.Set(1)
+	reg.MustRegister(info)
+	return reg
+}

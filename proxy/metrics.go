@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics holds the upstream metrics. Create it once per process with
+// NewMetrics and pass it to every New.
+//
+// Series are shared by name: a config reload that builds the new "users"
+// upstream before closing the old one keeps counting into the same series,
+// and a series is deleted only when the last Upstream using it is closed.
+type Metrics struct {
+	// requests is dubbogw_upstream_requests_total{upstream,target,code}:
+	// attempts sent to a target (retries included), by response status code,
+	// or code="error" when no response arrived (connect failure, timeout, reset).
+	requests *prometheus.CounterVec
+	// duration is dubbogw_upstream_request_duration_seconds{upstream}: time
+	// from sending an attempt to receiving its response headers (or its error).
+	duration *prometheus.HistogramVec
+	// retries is dubbogw_upstream_retries_total{upstream}: attempts that were
+	// retried on another target.
+	retries *prometheus.CounterVec
+	// ejections is dubbogw_upstream_ejections_total{upstream,target}: times a
+	// target was ejected by passive health checking, failed probes included.
+	ejections *prometheus.CounterVec
+	// healthy is dubbogw_upstream_target_healthy{upstream,target}: 1 while the
+	// target takes traffic, 0 while it is ejected (probing included).
+	healthy *prometheus.GaugeVec
+	// inFlight is dubbogw_upstream_in_flight{upstream,target}: attempts sent to
+	// the target whose response body is not closed yet.
+	inFlight *prometheus.GaugeVec
+	// panics is dubbogw_upstream_panic_selections_total{upstream}: targets
+	// picked while every target was ejected (panic mode).
+	panics *prometheus.CounterVec
+
+	mu   sync.Mutex
+	refs map[seriesKey]int // users of each upstream (target "") and upstream target
+}
+
+// seriesKey names the series of an upstream (target empty) or of one of its targets.
+type seriesKey struct{ upstream, target string }
+
+// NewMetrics creates the upstream metrics and registers them with reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dubbogw_upstream_requests_total",
+			Help: "Attempts sent to upstream targets, by response status code or \"error\".",
+		}, []string{"upstream", "target", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "dubbogw_upstream_request_duration_seconds",
+			Help:    "Time from sending an upstream attempt to its response headers or error.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"upstream"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dubbogw_upstream_retries_total",
+			Help: "Upstream attempts retried on another target.",
+		}, []string{"upstream"}),
+		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dubbogw_upstream_ejections_total",
+			Help: "Upstream targets ejected by passive health checking, failed probes included.",
+		}, []string{"upstream", "target"}),
+		healthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dubbogw_upstream_target_healthy",
+			Help: "1 while an upstream target takes traffic, 0 while it is ejected.",
+		}, []string{"upstream", "target"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dubbogw_upstream_in_flight",
+			Help: "Upstream attempts whose response body is not closed yet.",
+		}, []string{"upstream", "target"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dubbogw_upstream_panic_selections_total",
+			Help: "Targets picked while every target of the upstream was ejected.",
+		}, []string{"upstream"}),
+		refs: make(map[seriesKey]int),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.duration, m.retries, m.ejections, m.healthy, m.inFlight, m.panics)
+	}
+	return m
+}
+
+// upstreamSeries are the resolved per-upstream series.
+type upstreamSeries struct {
+	duration prometheus.Observer
+	retries  prometheus.Counter
+	panics   prometheus.Counter
+}
+
+// targetSeries are the resolved per-target series; status code counters are
+// resolved on first use, then read with one atomic load.
+type targetSeries struct {
+	requests  *prometheus.CounterVec
+	upstream  string
+	target    string
+	codes     [500]atomic.Pointer[prometheus.Counter] // status 100..599
+	errors    prometheus.Counter
+	ejections prometheus.Counter
+	healthy   prometheus.Gauge
+	inFlight  prometheus.Gauge
+}
+
+// acquireUpstream resolves the series of upstream name and takes a reference on them.
+func (m *Metrics) acquireUpstream(name string) upstreamSeries {
+	m.mu.Lock()
+	m.refs[seriesKey{upstream: name}]++
+	m.mu.Unlock()
+	return upstreamSeries{
+		duration: m.duration.WithLabelValues(name),
+		retries:  m.retries.WithLabelValues(name),
+		panics:   m.panics.WithLabelValues(name),
+	}
+}
+
+// initTarget resolves the series of one target into s and takes a reference on them.
+func (m *Metrics) initTarget(s *targetSeries, upstream, target string) {
+	m.mu.Lock()
+	m.refs[seriesKey{upstream, target}]++
+	m.mu.Unlock()
+	s.requests = m.requests
+	s.upstream, s.target = upstream, target
+	s.errors = m.requests.WithLabelValues(upstream, target, "error")
+	s.ejections = m.ejections.WithLabelValues(upstream, target)
+	s.healthy = m.healthy.WithLabelValues(upstream, target)
+	s.inFlight = m.inFlight.WithLabelValues(upstream, target)
+}
+
+// release drops a reference taken by acquireUpstream or initTarget (target ""
+// for the upstream's own series) and deletes the series nobody uses any more.
+func (m *Metrics) release(upstream, target string) {
+	key := seriesKey{upstream, target}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.refs[key]--
+	if m.refs[key] > 0 {
+		return
+	}
+	delete(m.refs, key)
+	if target == "" {
+		m.duration.DeleteLabelValues(upstream)
+		m.retries.DeleteLabelValues(upstream)
+		m.panics.DeleteLabelValues(upstream)
+		return
+	}
+	m.requests.DeletePartialMatch(prometheus.Labels{"upstream": upstream, "target": target})
+	m.ejections.DeleteLabelValues(upstream, target)
+	m.healthy.DeleteLabelValues(upstream, target)
+	m.inFlight.DeleteLabelValues(upstream, target)
+}
+
+// countStatus counts one attempt answered with status code.
+func (s *targetSeries) countStatus(code int) {
+	if code < 100 || code > 599 {
+		s.requests.WithLabelValues(s.upstream, s.target, strconv.Itoa(code)).Inc()
+		return
+	}
+	slot := &s.codes[code-100]
+	if c := slot.Load(); c != nil {
+		(*c).Inc()
+		return
+	}
+	c := s.requests.WithLabelValues(s.upstream, s.target, strconv.Itoa(code))
+	slot.Store(&c)
+	c.Inc()
+}

@@ -1,0 +1,451 @@
+// Package proxy is the gateway's HTTP upstream: it forwards requests to one
+// of a named group of HTTP targets through net/http/httputil.ReverseProxy,
+// picking the target per attempt, retrying idempotent requests on another
+// target and ejecting targets that keep failing (passive health checking).
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/exchange"
+)
+
+// Defaults of config.Upstream fields left zero.
+const (
+	defaultTimeout          = 30 * time.Second
+	defaultConnectTimeout   = 2 * time.Second
+	defaultWeight           = 100
+	defaultMaxIdlePerTarget = 64
+	defaultPoolIdleTimeout  = 90 * time.Second
+	defaultRetries          = 1
+	defaultMaxFailures      = 5
+	defaultEjection         = 10 * time.Second
+	defaultMaxEjection      = 2 * time.Minute
+
+	// maxReplayBody is the largest request body buffered so that a retry can send it again.
+	maxReplayBody = 64 << 10
+	// maxDrain bounds how much of a retried response body is read so its connection can be reused.
+	maxDrain = 4 << 10
+	// copyBufferSize is the size of the buffers copying response bodies.
+	copyBufferSize = 32 << 10
+)
+
+// Upstream sends requests to the targets of one configured upstream.
+// It is safe for concurrent use.
+type Upstream struct {
+	name         string
+	targets      []*target
+	policy       policy
+	timeout      time.Duration
+	preserveHost bool
+	transport    *http.Transport
+	buffers      bufferPool
+
+	retries      int
+	retryConnect bool       // retry attempts that failed to connect
+	retryStatus  [10]uint64 // bit set of retryable status codes 0..639
+	retryMethods []string
+
+	maxFailures           int64 // 0: ejection disabled
+	ejection, maxEjection time.Duration
+	ejected               atomic.Int32 // targets currently ejected
+
+	closed atomic.Bool
+	now    func() time.Time
+
+	metrics  *Metrics
+	series   upstreamSeries
+	log      *slog.Logger
+	errorLog *log.Logger // ReverseProxy's own messages, through log
+}
+
+// New builds the upstream name from cfg, treating zero values as the defaults
+// documented in config.Upstream. m may be nil (metrics are then not
+// exported); log may be nil (logs are then discarded).
+func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger) (*Upstream, error) {
+	if name == "" {
+		return nil, errors.New("upstream name is empty")
+	}
+	if cfg == nil {
+		return nil, errors.New("upstream config is missing")
+	}
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	u := &Upstream{
+		name:         name,
+		timeout:      orDefault(cfg.Timeout.D(), defaultTimeout),
+		preserveHost: cfg.PreserveHost,
+		ejection:     orDefault(cfg.PassiveHealth.Ejection.D(), defaultEjection),
+		maxEjection:  orDefault(cfg.PassiveHealth.MaxEjection.D(), defaultMaxEjection),
+		now:          time.Now,
+		metrics:      m,
+		log:          log,
+		errorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	var err error
+	if u.policy, err = newPolicy(cfg.Policy, rand.IntN); err != nil {
+		return nil, err
+	}
+	if err := u.parseDurations(cfg); err != nil {
+		return nil, err
+	}
+	if err := u.parseRetry(&cfg.Retry); err != nil {
+		return nil, err
+	}
+	maxFailures := defaultMaxFailures
+	if p := cfg.PassiveHealth.MaxFailures; p != nil {
+		maxFailures = *p
+	}
+	if maxFailures < 0 {
+		return nil, fmt.Errorf("passive_health.max_failures: %d is negative", maxFailures)
+	}
+	u.maxFailures = int64(maxFailures)
+	transport, err := newTransport(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := u.parseTargets(cfg.Targets); err != nil {
+		return nil, err
+	}
+	u.transport = transport
+	u.series = m.acquireUpstream(name)
+	for _, t := range u.targets {
+		m.initTarget(&t.series, name, t.url.String())
+		t.series.healthy.Set(1)
+	}
+	return u, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func (u *Upstream) parseDurations(cfg *config.Upstream) error {
+	for _, d := range []struct {
+		key string
+		v   config.Duration
+	}{
+		{"timeout", cfg.Timeout},
+		{"connect_timeout", cfg.ConnectTimeout},
+		{"pool.idle_timeout", cfg.Pool.IdleTimeout},
+		{"passive_health.ejection", cfg.PassiveHealth.Ejection},
+		{"passive_health.max_ejection", cfg.PassiveHealth.MaxEjection},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("%s: %s is negative", d.key, d.v.D())
+		}
+	}
+	if u.maxEjection < u.ejection {
+		return fmt.Errorf("passive_health.max_ejection: %s is shorter than ejection %s", u.maxEjection, u.ejection)
+	}
+	return nil
+}
+
+func (u *Upstream) parseTargets(targets []config.Target) error {
+	if len(targets) == 0 {
+		return errors.New("targets: at least one target is required")
+	}
+	seen := make(map[string]int, len(targets))
+	for i, tc := range targets {
+		tu, err := parseTargetURL(tc.URL)
+		if err != nil {
+			return fmt.Errorf("targets[%d].url: %w", i, err)
+		}
+		key := tu.String()
+		if j, dup := seen[key]; dup {
+			return fmt.Errorf("targets[%d].url: %q repeats targets[%d]", i, tc.URL, j)
+		}
+		seen[key] = i
+		weight := tc.Weight
+		switch {
+		case weight < 0:
+			return fmt.Errorf("targets[%d].weight: %d is negative", i, weight)
+		case weight > 1_000_000:
+			return fmt.Errorf("targets[%d].weight: %d is above 1000000", i, weight)
+		case weight == 0:
+			weight = defaultWeight
+		}
+		t := &target{
+			url:         tu,
+			label:       u.name + " " + key,
+			basePath:    strings.TrimSuffix(tu.Path, "/"),
+			escapedBase: strings.TrimSuffix(tu.EscapedPath(), "/"),
+			rawBase:     tu.RawPath != "",
+			weight:      weight,
+			backoff:     u.ejection,
+		}
+		u.targets = append(u.targets, t)
+	}
+	return nil
+}
+
+func parseTargetURL(s string) (*url.URL, error) {
+	tu, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case tu.Scheme != "http" && tu.Scheme != "https":
+		return nil, fmt.Errorf("scheme %q is not http or https", tu.Scheme)
+	case tu.Host == "":
+		return nil, fmt.Errorf("%q has no host", s)
+	case tu.User != nil:
+		return nil, fmt.Errorf("%q has user info, which is not supported", s)
+	case tu.RawQuery != "" || tu.ForceQuery:
+		return nil, fmt.Errorf("%q has a query, which is not supported", s)
+	case tu.Fragment != "":
+		return nil, fmt.Errorf("%q has a fragment", s)
+	}
+	if port := tu.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%q has a bad port %q", s, port)
+		}
+	}
+	return tu, nil
+}
+
+func (u *Upstream) parseRetry(r *config.Retry) error {
+	u.retries = defaultRetries
+	if r.Retries != nil {
+		u.retries = *r.Retries
+	}
+	if u.retries < 0 {
+		return fmt.Errorf("retry.retries: %d is negative", u.retries)
+	}
+	on := r.On
+	if len(on) == 0 {
+		on = []string{"connect_failure", "502", "503", "504"}
+	}
+	for i, s := range on {
+		if s == "connect_failure" {
+			u.retryConnect = true
+			continue
+		}
+		code, err := strconv.Atoi(s)
+		if err != nil || code < 100 || code > 599 {
+			return fmt.Errorf("retry.on[%d]: %q is not connect_failure or an HTTP status code", i, s)
+		}
+		u.retryStatus[code/64] |= 1 << (code % 64)
+	}
+	methods := r.Methods
+	if len(methods) == 0 {
+		methods = []string{http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete}
+	}
+	for i, m := range methods {
+		if !isLetters(m) {
+			return fmt.Errorf("retry.methods[%d]: %q is not an HTTP method", i, m)
+		}
+		u.retryMethods = append(u.retryMethods, strings.ToUpper(m))
+	}
+	return nil
+}
+
+func isLetters(s string) bool {
+	for _, c := range []byte(s) {
+		if (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func newTransport(cfg *config.Upstream) (*http.Transport, error) {
+	p := cfg.Pool
+	if p.MaxIdlePerTarget < 0 {
+		return nil, fmt.Errorf("pool.max_idle_per_target: %d is negative", p.MaxIdlePerTarget)
+	}
+	if p.MaxPerTarget < 0 {
+		return nil, fmt.Errorf("pool.max_per_target: %d is negative", p.MaxPerTarget)
+	}
+	maxIdle := p.MaxIdlePerTarget
+	if maxIdle == 0 {
+		maxIdle = defaultMaxIdlePerTarget
+	}
+	connectTimeout := orDefault(cfg.ConnectTimeout.D(), defaultConnectTimeout)
+	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+	t := &http.Transport{
+		Proxy: nil, // never from the environment
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, &connectError{err: err}
+			}
+			return c, nil
+		},
+		MaxIdleConnsPerHost:   maxIdle,
+		MaxConnsPerHost:       p.MaxPerTarget,
+		IdleConnTimeout:       orDefault(p.IdleTimeout.D(), defaultPoolIdleTimeout),
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		// A proxy passes content encodings through instead of negotiating its own.
+		DisableCompression: true,
+		Protocols:          new(http.Protocols),
+	}
+	t.Protocols.SetHTTP1(true)
+	return t, nil
+}
+
+// connectError is a failure to open a connection to a target: nothing was sent.
+type connectError struct{ err error }
+
+func (e *connectError) Error() string { return e.err.Error() }
+func (e *connectError) Unwrap() error { return e.err }
+
+// Name returns the upstream's name.
+func (u *Upstream) Name() string { return u.name }
+
+// Close closes idle connections (and those that become idle after it) and
+// deletes the upstream's metric series unless another Upstream of the same
+// name still uses them. Requests in flight complete. Close owns no goroutine.
+func (u *Upstream) Close() {
+	if !u.closed.CompareAndSwap(false, true) {
+		return
+	}
+	u.transport.CloseIdleConnections()
+	for _, t := range u.targets {
+		u.metrics.release(u.name, t.series.target)
+	}
+	u.metrics.release(u.name, "")
+}
+
+// Handler returns the handler proxying requests to the upstream. timeout
+// bounds the whole exchange, or for an upgrade request (WebSocket) only the
+// wait for the target's answer; 0 means the upstream's timeout. The request
+// path is sent as is, below the target's base path.
+func (u *Upstream) Handler(timeout time.Duration) http.Handler {
+	if timeout <= 0 {
+		timeout = u.timeout
+	}
+	h := &handler{
+		u:              u,
+		timeout:        timeout,
+		timeoutMessage: fmt.Sprintf("upstream %s timed out after %s", u.name, timeout),
+	}
+	h.proxy = &httputil.ReverseProxy{
+		Rewrite:      u.rewrite,
+		Transport:    &roundTripper{u: u, awaitUpgrade: timeout},
+		BufferPool:   &u.buffers,
+		ErrorLog:     u.errorLog,
+		ErrorHandler: h.serveError,
+	}
+	return h
+}
+
+// rewrite prepares the outgoing request; the target is chosen per attempt by the roundTripper.
+func (u *Upstream) rewrite(pr *httputil.ProxyRequest) {
+	if info := exchange.From(pr.In.Context()); info != nil && info.TrustedPeer {
+		// The peer is a trusted proxy: keep the chain it reports and append it.
+		// From anyone else these headers are forgeries and are replaced.
+		in := pr.In.Header
+		if v := in["X-Forwarded-For"]; v != nil {
+			pr.Out.Header["X-Forwarded-For"] = v
+		}
+		proto, host := in.Get("X-Forwarded-Proto"), in.Get("X-Forwarded-Host")
+		pr.SetXForwarded()
+		if proto != "" {
+			pr.Out.Header.Set("X-Forwarded-Proto", proto)
+		}
+		if host != "" {
+			pr.Out.Header.Set("X-Forwarded-Host", host)
+		}
+	} else {
+		pr.SetXForwarded()
+	}
+	if !u.preserveHost {
+		pr.Out.Host = "" // the transport sends the target's host
+	}
+}
+
+type handler struct {
+	u              *Upstream
+	timeout        time.Duration
+	timeoutMessage string
+	proxy          *httputil.ReverseProxy
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if upgradeType(r.Header) != "" {
+		// ReverseProxy closes an upgraded connection when the request context
+		// ends: the roundTripper bounds only the wait for the target's answer.
+		h.proxy.ServeHTTP(w, r)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	defer cancel()
+	h.proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// serveError answers a request whose exchange with the upstream failed.
+func (h *handler) serveError(w http.ResponseWriter, r *http.Request, err error) {
+	u := h.u
+	targetURL := ""
+	var ae *attemptError
+	if errors.As(err, &ae) {
+		targetURL = ae.target.series.target
+		err = ae.err
+	}
+	ctxErr := r.Context().Err()
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		u.log.Warn("upstream request body too large", "upstream", u.name, "target", targetURL, "error", err)
+		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
+			"request body is larger than "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes")
+	case errors.Is(err, errAwaitUpgrade) || errors.Is(ctxErr, context.DeadlineExceeded):
+		u.log.Warn("upstream timed out", "upstream", u.name, "target", targetURL, "timeout", h.timeout, "error", err)
+		exchange.WriteError(w, r, http.StatusGatewayTimeout, exchange.CodeTimeout, h.timeoutMessage)
+	case errors.Is(ctxErr, context.Canceled):
+		// The client went away: nobody reads an answer.
+		u.log.Debug("client closed the request", "upstream", u.name, "target", targetURL, "error", err)
+		if info := exchange.From(r.Context()); info != nil {
+			info.ErrorCode = exchange.CodeClientClosed
+		}
+	default:
+		u.log.Warn("upstream request failed", "upstream", u.name, "target", targetURL, "error", err)
+		msg := "upstream " + u.name + ": " + err.Error()
+		if targetURL != "" {
+			msg = "upstream " + u.name + " target " + targetURL + ": " + err.Error()
+		}
+		exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway, msg)
+	}
+}
+
+// bufferPool lends ReverseProxy the buffers it copies response bodies with.
+type bufferPool struct{ pool sync.Pool }
+
+// Get implements httputil.BufferPool.
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.pool.Get().(*[copyBufferSize]byte); ok {
+		return buf[:]
+	}
+	return make([]byte, copyBufferSize)
+}
+
+// Put implements httputil.BufferPool.
+func (b *bufferPool) Put(buf []byte) {
+	if len(buf) == copyBufferSize {
+		b.pool.Put((*[copyBufferSize]byte)(buf))
+	}
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine: installs what is missing (Debian
+# packages redis-server, zookeeper, a JRE, libhessian-java), starts Redis and
+# ZooKeeper on free loopback ports unless DUBBOGW_TEST_REDIS_ADDR /
+# DUBBOGW_TEST_ZK_ADDR already point at running ones, runs the checks and the
+# tests, and stops what it started.
+#
+#   ./scripts/test.sh            everything (what CI runs)
+#   ./scripts/test.sh -short     skip the slowest end-to-end tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$HOME/go/bin:$PATH"
+export CI="${CI:-}"
+short="${1:-}"
+
+log() { printf '\n== %s\n' "$*"; }
+
+# --- install -----------------------------------------------------------------
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+[ -x /usr/share/zookeeper/bin/zkServer.sh ] || need+=(zookeeper)
+command -v java >/dev/null || need+=(default-jre-headless)
+[ -f /usr/share/java/hessian.jar ] || need+=(libhessian-java)
+if [ ${#need[@]} -gt 0 ]; then
+  log "installing ${need[*]}"
+  if [ "$(id -u)" != 0 ]; then sudo=sudo; else sudo=; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# --- services ----------------------------------------------------------------
+work=$(mktemp -d "${TMPDIR:-/tmp}/dubbogw-test.XXXXXX")
+started=()
+cleanup() {
+  for s in "${started[@]:-}"; do
+    case "$s" in
+      redis) [ -f "$work/redis.pid" ] && kill "$(cat "$work/redis.pid")" 2>/dev/null || true ;;
+      zookeeper) JMXDISABLE=true ZOO_LOG_DIR="$work/zk" /usr/share/zookeeper/bin/zkServer.sh stop "$work/zk/zoo.cfg" >/dev/null 2>&1 || true ;;
+    esac
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+free_port() {
+  local p
+  for _ in $(seq 1 50); do
+    p=$(( 20000 + RANDOM % 20000 ))
+    if port_free "$p"; then echo "$p"; return; fi
+  done
+  echo "no free port found" >&2; exit 1
+}
+wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
+  local deadline=$(( SECONDS + $1 )) what=$2; shift 2
+  until "$@" 2>/dev/null; do
+    if [ $SECONDS -ge $deadline ]; then echo "$what did not come up" >&2; return 1; fi
+    sleep 0.2
+  done
+}
+redis_ping() { exec 3<>"/dev/tcp/127.0.0.1/$1"; printf 'PING\r\n' >&3; timeout 2 head -c 7 <&3 | grep -q PONG; }
+zk_ruok() { exec 3<>"/dev/tcp/127.0.0.1/$1"; printf ruok >&3; timeout 2 cat <&3 | grep -q imok; }
+
+if [ -z "${DUBBOGW_TEST_REDIS_ADDR:-}" ]; then
+  port=$(free_port)
+  redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize yes \
+    --dir "$work" --pidfile "$work/redis.pid" --logfile "$work/redis.log"
+  started+=(redis)
+  wait_for 20 "redis on 127.0.0.1:$port" redis_ping "$port"
+  export DUBBOGW_TEST_REDIS_ADDR="127.0.0.1:$port"
+  log "redis on $DUBBOGW_TEST_REDIS_ADDR"
+fi
+
+if [ -z "${DUBBOGW_TEST_ZK_ADDR:-}" ]; then
+  port=$(free_port)
+  mkdir -p "$work/zk/data"
+  cat >"$work/zk/zoo.cfg" <<CFG
+tickTime=2000
+initLimit=10
+syncLimit=5
+dataDir=$work/zk/data
+clientPort=$port
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=ruok,stat,srvr,mntr,wchs,wchc,wchp,cons
+maxClientCnxns=200
+CFG
+  JMXDISABLE=true ZOO_LOG_DIR="$work/zk" /usr/share/zookeeper/bin/zkServer.sh start "$work/zk/zoo.cfg" >/dev/null
+  started+=(zookeeper)
+  wait_for 60 "zookeeper on 127.0.0.1:$port" zk_ruok "$port"
+  export DUBBOGW_TEST_ZK_ADDR="127.0.0.1:$port"
+  log "zookeeper on $DUBBOGW_TEST_ZK_ADDR"
+fi
+
+# --- checks ------------------------------------------------------------------
+log "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; exit 1; fi
+
+log "go vet"
+go vet ./...
+
+log "staticcheck"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+# --- tests -------------------------------------------------------------------
+log "go test -race"
+go test -race -count=1 -timeout 15m $short ./...
+
+log "fuzz (bounded)"
+for target in $(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' . | sed 's/func //' | sort -u); do
+  pkg=$(grep -rlE "^func $target\(" --include='*_test.go' . | head -1 | xargs dirname)
+  go test -run '^$' -fuzz "^$target\$" -fuzztime "${FUZZTIME:-10s}" "$pkg"
+done
+echo
+echo "all checks passed"
