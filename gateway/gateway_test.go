@@ -203,14 +203,14 @@ routes:
 		upstream, route    string
 		gotPath            string
 	}{
-		{"GET", "/api/users/me", "", "c", "user-me", "/api/users/me"},          // exact beats pattern
-		{"GET", "/api/users/42", "", "b", "user-pattern", "/api/users/42"},     // pattern beats prefix
-		{"POST", "/api/users/42", "", "a", "prefix-api", "/api/users/42"},      // method mismatch falls to prefix
-		{"GET", "/api/orders", "", "a", "prefix-api", "/api/orders"},           // prefix
-		{"GET", "/api", "", "a", "prefix-api", "/api"},                         // prefix matches itself
-		{"GET", "/files/a/b/c.txt", "", "d", "files", "/files/a/b/c.txt"},      // catch-all
-		{"GET", "/api/users/42", "shop.example.com", "e", "host-api", ""},     // host beats any-host
-		{"GET", "/api/x/../users/me", "", "c", "user-me", "/api/users/me"},     // cleaned before matching
+		{"GET", "/api/users/me", "", "c", "user-me", "/api/users/me"},      // exact beats pattern
+		{"GET", "/api/users/42", "", "b", "user-pattern", "/api/users/42"}, // pattern beats prefix
+		{"POST", "/api/users/42", "", "a", "prefix-api", "/api/users/42"},  // method mismatch falls to prefix
+		{"GET", "/api/orders", "", "a", "prefix-api", "/api/orders"},       // prefix
+		{"GET", "/api", "", "a", "prefix-api", "/api"},                     // prefix matches itself
+		{"GET", "/files/a/b/c.txt", "", "d", "files", "/files/a/b/c.txt"},  // catch-all
+		{"GET", "/api/users/42", "shop.example.com", "e", "host-api", ""},  // host beats any-host
+		{"GET", "/api/x/../users/me", "", "c", "user-me", "/api/users/me"}, // cleaned before matching
 	}
 	for _, tc := range cases {
 		hdr := []string{"X-Request-Id", "req-" + tc.route}

@@ -202,4 +202,3 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
-
