@@ -230,14 +230,14 @@ func (g *Gateway) reload() error {
 	if err != nil {
 		return err
 	}
+	var prevLog *accesslog.Logger // closed once the old table's requests are done
 	if cfg.AccessLog.Output != old.cfg.AccessLog.Output || !sameBool(cfg.AccessLog.Enabled, old.cfg.AccessLog.Enabled) {
 		al, err := accesslog.New(cfg.AccessLog)
 		if err != nil {
 			closeNew(t, old)
 			return err
 		}
-		prev := g.accessLog.Swap(al)
-		defer prev.Close()
+		prevLog = g.accessLog.Swap(al)
 	}
 	for _, w := range restartOnly(old.cfg, cfg) {
 		g.log.Warn("this setting changes only on restart", "key", w)
@@ -249,6 +249,7 @@ func (g *Gateway) reload() error {
 	go func() {
 		defer g.bg.Done()
 		releaseAfterDrain(old, t, cfg.Shutdown.DrainTimeout.D(), g.metrics, g.log)
+		_ = prevLog.Close()
 	}()
 	g.log.Info("configuration reloaded", "routes", len(t.routes), "upstreams", len(t.upstreams))
 	return nil
@@ -313,7 +314,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	if cfg.Shutdown.Delay != nil {
 		delay = cfg.Shutdown.Delay.D()
 	}
-	g.log.Info("draining", "delay", delay, "drain_timeout", cfg.Shutdown.DrainTimeout.D(), "in_flight", g.inFlight.Load())
+	g.log.Info("draining", "delay", delay.String(), "drain_timeout", cfg.Shutdown.DrainTimeout.D().String(), "in_flight", g.inFlight.Load())
 	close(g.stop)
 	var errs []error
 	if g.data != nil {

@@ -63,8 +63,14 @@ shutdown:
 
 func startGW(t *testing.T, yamlText string) *testGW {
 	t.Helper()
+	return startGWRaw(t, baseYAML+yamlText)
+}
+
+// startGWRaw starts a gateway from a whole config file.
+func startGWRaw(t *testing.T, yamlText string) *testGW {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "gw.yaml")
-	if err := os.WriteFile(path, []byte(baseYAML+yamlText), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(yamlText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
@@ -820,4 +826,90 @@ routes:
 	if _, err := client.Get("http://" + g.Addr() + "/after"); err == nil {
 		t.Errorf("data listener still accepts after shutdown")
 	}
+}
+
+func TestTimeoutAccessLogAndHeaderLimit(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	a := echoUpstream(t, "a")
+	logPath := filepath.Join(t.TempDir(), "access.log")
+	tg := startGWRaw(t, fmt.Sprintf(`
+listen: "127.0.0.1:0"
+admin: {listen: "127.0.0.1:0"}
+shutdown: {delay: 0s}
+access_log: {enabled: true, output: %q}
+server: {max_header_bytes: 4KiB}
+upstreams:
+  slow: {targets: [{url: %q}], timeout: 10s}
+  a: {targets: [{url: %q}]}
+routes:
+  - {name: slow, match: {path: /slow}, upstream: slow, timeout: 150ms}
+  - {name: fast, match: {path: /fast}, upstream: a}
+`, logPath, slow.URL, a.URL))
+
+	start := time.Now()
+	r := do(t, "GET", tg.base+"/slow", nil, "X-Request-Id", "slow-1")
+	if code, msg, route, id := errorBody(t, r); r.status != 504 || code != "TIMEOUT" || route != "slow" || id != "slow-1" || !strings.Contains(msg, "150ms") {
+		t.Errorf("route timeout: %d %s %q %s %s", r.status, code, msg, route, id)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("route timeout of 150ms answered after %v", d)
+	}
+	do(t, "GET", tg.base+"/fast", nil, "X-Request-Id", "fast-1")
+
+	// Headers over max_header_bytes are refused by the server itself.
+	big := do(t, "GET", tg.base+"/fast", nil, "X-Big", strings.Repeat("x", 16<<10)) // net/http allows 4 KiB of slack
+	if big.status != 431 {
+		t.Errorf("oversized headers: %d", big.status)
+	}
+
+	// The access log has one JSON line per request, with route, status,
+	// upstream, bytes and the error code of gateway-made answers.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tg.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]map[string]any{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("access log line is not JSON: %q", l)
+		}
+		lines[fmt.Sprint(m["request_id"])] = m
+	}
+	if s := lines["slow-1"]; s == nil || s["route"] != "slow" || s["status"] != 504.0 || s["error_code"] != "TIMEOUT" ||
+		!strings.HasPrefix(fmt.Sprint(s["upstream"]), "slow http://127.0.0.1:") {
+		t.Errorf("slow line: %v", s)
+	}
+	if f := lines["fast-1"]; f == nil || f["route"] != "fast" || f["status"] != 200.0 || f["bytes_out"].(float64) <= 0 ||
+		f["duration_ms"] == nil || f["method"] != "GET" {
+		t.Errorf("fast line: %v", f)
+	}
+}
+
+func TestReadyzBeforeStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(path, []byte(baseYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Options{Load: func() (*config.Config, error) { return config.Load(path) }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	g.readyz(w, httptest.NewRequest("GET", "/readyz", nil))
+	if w.Code != 503 || !strings.Contains(w.Body.String(), "starting") {
+		t.Errorf("readyz before Start: %d %s", w.Code, w.Body.String())
+	}
+	closeTable(g.table.Load())
 }

@@ -24,13 +24,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := acquire(&g.table)
 	defer t.release()
 
-	info := &exchange.Info{Start: start}
+	// One allocation for the request's state and its response recorder.
+	st := &requestState{info: exchange.Info{Start: start}, rec: recorder{ResponseWriter: w, upgraded: &g.hijacked}}
+	info, rec := &st.info, &st.rec
 	info.RequestID = requestid.Pick(r.Header.Get(t.reqIDHeader), t.trustReqID)
 	r.Header.Set(t.reqIDHeader, info.RequestID)
 	w.Header().Set(t.reqIDHeader, info.RequestID)
 	info.ClientIP, info.TrustedPeer = exchange.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), t.trusted)
 	r = r.WithContext(exchange.WithInfo(r.Context(), info))
-	rec := &recorder{ResponseWriter: w, upgraded: &g.hijacked}
 
 	rm := g.serve(t, rec, r, info)
 
@@ -143,6 +144,11 @@ func cleanPath(p string) string {
 		c += "/"
 	}
 	return c
+}
+
+type requestState struct {
+	info exchange.Info
+	rec  recorder
 }
 
 // recorder notes the status and the bytes written, for metrics and the access log.

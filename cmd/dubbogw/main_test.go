@@ -76,7 +76,12 @@ func TestVersionAndUsage(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	for _, ex := range []string{"../../examples/quickstart.yaml"} {
+	examples, _ := filepath.Glob("../../examples/*.yaml")
+	if len(examples) < 2 {
+		t.Fatalf("examples: %v", examples)
+	}
+	// Every example must validate, so every documented feature is loaded by a test.
+	for _, ex := range examples {
 		if code, out, errOut := runCLI(t, "validate", "--config", ex); code != 0 || !strings.Contains(out, "ok") {
 			t.Errorf("validate %s: %d %q %q", ex, code, out, errOut)
 		}

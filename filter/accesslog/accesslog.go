@@ -4,12 +4,15 @@
 package accesslog
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/dubbogw/dubbogw/config"
@@ -26,9 +29,18 @@ type Entry struct {
 	Duration time.Duration
 }
 
+// FlushInterval is how long a line may wait in the buffer before it is written.
+const FlushInterval = time.Second
+
 // Logger writes access log lines. A nil *Logger logs nothing.
+//
+// Lines are buffered (64 KiB) and written when the buffer fills or at most
+// FlushInterval later, as nginx's "buffer=... flush=..." does: a write
+// syscall per request would cost more than the rest of the gateway's own
+// work on a request. Close flushes.
 type Logger struct {
 	log    *slog.Logger
+	buf    *flushWriter
 	closer io.Closer
 }
 
@@ -57,7 +69,8 @@ func New(cfg config.AccessLog) (*Logger, error) {
 
 // NewWriter logs to w; closer (may be nil) is closed by Close.
 func NewWriter(w io.Writer, closer io.Closer) *Logger {
-	return &Logger{log: slog.New(slog.NewJSONHandler(w, nil)), closer: closer}
+	fw := newFlushWriter(w, FlushInterval)
+	return &Logger{log: slog.New(slog.NewJSONHandler(fw, nil)), buf: fw, closer: closer}
 }
 
 // Log writes one line for e. The query string is left out: it often carries tokens.
@@ -96,10 +109,61 @@ func clientIP(info *exchange.Info) string {
 	return info.ClientIP.String()
 }
 
-// Close closes a file output.
+// Close flushes what is buffered, stops the flusher and closes a file output.
 func (l *Logger) Close() error {
-	if l == nil || l.closer == nil {
+	if l == nil {
 		return nil
 	}
-	return l.closer.Close()
+	err := l.buf.close()
+	if l.closer != nil {
+		err = errors.Join(err, l.closer.Close())
+	}
+	return err
+}
+
+// flushWriter is a locked bufio.Writer whose content a goroutine it owns
+// writes out every interval.
+type flushWriter struct {
+	mu   sync.Mutex
+	w    *bufio.Writer
+	stop chan struct{}
+	done chan struct{}
+}
+
+func newFlushWriter(w io.Writer, every time.Duration) *flushWriter {
+	fw := &flushWriter{w: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	go fw.loop(every)
+	return fw
+}
+
+func (fw *flushWriter) Write(p []byte) (int, error) {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	return fw.w.Write(p)
+}
+
+func (fw *flushWriter) flush() error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	return fw.w.Flush()
+}
+
+func (fw *flushWriter) loop(every time.Duration) {
+	defer close(fw.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-fw.stop:
+			return
+		case <-t.C:
+			_ = fw.flush()
+		}
+	}
+}
+
+func (fw *flushWriter) close() error {
+	close(fw.stop)
+	<-fw.done
+	return fw.flush()
 }

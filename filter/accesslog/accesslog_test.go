@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,9 @@ func TestLogLine(t *testing.T) {
 	info := &exchange.Info{RequestID: "rid-1", Route: "users", Upstream: "users http://127.0.0.1:1",
 		ClientIP: netip.MustParseAddr("192.0.2.1")}
 	l.Log(context.Background(), &Entry{Request: r, Info: info, Status: 200, BytesIn: 3, BytesOut: 42, Duration: 1500 * time.Microsecond})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	var line map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
 		t.Fatalf("not one JSON line: %v: %q", err, buf.String())
@@ -63,8 +67,30 @@ func TestDisabledAndFile(t *testing.T) {
 	}
 }
 
+func TestFlushedWithinInterval(t *testing.T) {
+	pr, pw := io.Pipe()
+	l := NewWriter(pw, nil)
+	defer l.Close()
+	l.Log(context.Background(), &Entry{Request: httptest.NewRequest("GET", "/x", nil), Info: &exchange.Info{}, Status: 200})
+	got := make(chan string, 1)
+	go func() {
+		b := make([]byte, 4096)
+		n, _ := pr.Read(b)
+		got <- string(b[:n])
+	}()
+	select {
+	case line := <-got:
+		if !strings.Contains(line, `"status":200`) {
+			t.Fatalf("flushed %q", line)
+		}
+	case <-time.After(FlushInterval + 5*time.Second):
+		t.Fatal("line not flushed without Close")
+	}
+}
+
 func BenchmarkLog(b *testing.B) {
 	l := NewWriter(io.Discard, nil)
+	defer l.Close()
 	r := httptest.NewRequest("GET", "/users/7", nil)
 	e := &Entry{Request: r, Info: &exchange.Info{RequestID: "x", Route: "users"}, Status: 200}
 	b.ReportAllocs()
