@@ -1,32 +1,5 @@
 package hessian
 
-// The value model. Decode returns, and Encode accepts, these Go types:
-//
-//	hessian            Go
-//	null               nil
-//	boolean            bool
-//	int                int32
-//	long               int64
-//	double             float64
-//	date               time.Time (UTC, millisecond precision)
-//	string             string
-//	binary             []byte
-//	list               *List   (Type keeps the type string: "", "java.util.ArrayList", "[int", "[java.lang.String", ...)
-//	map                *Map    (Type keeps the type string: "" for an untyped map, "java.util.HashMap", ...)
-//	object             *Object (Class plus fields in declaration order)
-//
-// Java classes Dubbo's hessian-lite writes in a special form decode to
-// dedicated types: BigDecimal, BigInteger. Enums and exceptions stay *Object
-// (see EnumName and AsException). Shared and circular references decode to
-// the same pointer, so a graph with cycles decodes without looping and
-// without duplication.
-//
-// For callers who do not care about Java types, Plain turns a value into
-// map[string]any / []any / numbers / strings, and Encode also accepts plain
-// Go values: int, int8, int16, uint8, uint16 (written as int when they fit in
-// 32 bits, else long), uint32, uint64 (long), float32, []any, []string,
-// map[string]any, map[any]any, and pointers to the model types.
-
 // Object is a Java object: its class name and its fields in declaration order.
 type Object struct {
 	Class  string
@@ -69,14 +42,29 @@ type Entry struct {
 }
 
 // Get returns the value stored under key (compared with ==, so keys must be
-// comparable: strings, numbers, bools).
+// comparable: strings, numbers, bools). A key that cannot be compared, such
+// as a []byte, is never found.
 func (m *Map) Get(key any) (any, bool) {
+	if !comparableKey(key) {
+		return nil, false
+	}
 	for i := range m.Entries {
 		if m.Entries[i].Key == key {
 			return m.Entries[i].Value, true
 		}
 	}
 	return nil, false
+}
+
+// comparableKey reports whether == on k cannot panic: false for the slice
+// and map types the model and Encode use.
+func comparableKey(k any) bool {
+	switch k.(type) {
+	case []byte, []any, []string, []int, []int32, []int64, []float64, []bool,
+		map[string]any, map[string]string, map[any]any, List, Map, Object, Exception:
+		return false
+	}
+	return true
 }
 
 // BigDecimal is a java.math.BigDecimal, kept as its decimal string
