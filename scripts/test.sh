@@ -3,7 +3,9 @@
 # packages redis-server, zookeeper, a JRE, libhessian-java), starts Redis and
 # ZooKeeper on free loopback ports unless DUBBOGW_TEST_REDIS_ADDR /
 # DUBBOGW_TEST_ZK_ADDR already point at running ones, runs the checks and the
-# tests, and stops what it started.
+# tests, and stops what it started. It also installs and runs the Hessian
+# interop peers (test/peers: node + hessian.js, a JDK + Caucho Hessian) and
+# the separate dubbo-go-hessian2 module in test/interop.
 #
 #   ./scripts/test.sh            everything (what CI runs)
 #   ./scripts/test.sh -short     skip the slowest end-to-end tests
@@ -20,12 +22,21 @@ need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 [ -x /usr/share/zookeeper/bin/zkServer.sh ] || need+=(zookeeper)
 command -v java >/dev/null || need+=(default-jre-headless)
+command -v javac >/dev/null || need+=(default-jdk-headless)
 [ -f /usr/share/java/hessian.jar ] || need+=(libhessian-java)
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   if [ "$(id -u)" != 0 ]; then sudo=sudo; else sudo=; fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# hessian.js for the interop tests, exactly as package-lock.json pins it.
+if [ ! -d test/peers/node/node_modules ] || [ test/peers/node/package-lock.json -nt test/peers/node/node_modules/.package-lock.json ]; then
+  log "npm ci (test/peers/node)"
+  (cd test/peers/node && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 # --- services ----------------------------------------------------------------
@@ -107,10 +118,19 @@ go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 log "go test -race"
 go test -race -count=1 -timeout 15m $short ./...
 
+log "interop module (test/interop): vet, race tests, one pass of each benchmark"
+(
+  cd test/interop
+  go vet ./...
+  go test -race -count=1 -timeout 10m ./...
+  go test -run '^$' -bench . -benchtime 1x -count=1 ./...
+)
+
 log "fuzz (bounded)"
-for target in $(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' . | sed 's/func //' | sort -u); do
-  pkg=$(grep -rlE "^func $target\(" --include='*_test.go' . | head -1 | xargs dirname)
-  go test -run '^$' -fuzz "^$target\$" -fuzztime "${FUZZTIME:-10s}" "$pkg"
+for pkg in $(grep -rlE '^func Fuzz' --include='*_test.go' --exclude-dir=interop --exclude-dir=node_modules . | xargs -n1 dirname | sort -u); do
+  for target in $(grep -hoE '^func Fuzz[A-Za-z0-9_]+' "$pkg"/*_test.go | sed 's/func //' | sort -u); do
+    go test -run '^$' -fuzz "^$target\$" -fuzztime "${FUZZTIME:-10s}" "$pkg"
+  done
 done
 echo
 echo "all checks passed"
