@@ -87,6 +87,14 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
+	case reflect.Float64:
+		var f float64
+		tag := n.ShortTag()
+		if n.Kind != yaml.ScalarNode || (tag != "!!float" && tag != "!!int") || n.Decode(&f) != nil {
+			d.problems.add(path, line, "want a number, got %s%s", describe(n), quoteHint(n, "!!float"))
+			return
+		}
+		v.SetFloat(f)
 	case reflect.Bool:
 		var b bool
 		if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {

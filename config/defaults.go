@@ -75,6 +75,7 @@ func Defaults(c *Config) {
 	setDefaultPtr(&c.AccessLog.Enabled, true)
 	setDefault(&c.AccessLog.Output, DefaultAccessLogOutput)
 
+	defaultDubbo(c)
 	defaultFilters(c.DefaultFilters)
 	for _, u := range c.Upstreams {
 		if u != nil {

@@ -93,8 +93,54 @@ routes:
       - ip: {allow: ["10.0.0.0/8"]}
       - cors: {allow_origins: ["*"]}
     upstream: orders
+  - name: user-dubbo
+    match: {methods: [GET], path: "/api/users/{id}"}
+    dubbo:
+      registry: local
+      interface: com.example.demo.UserService
+      version: 1.0.0
+      group: g1
+      method: getUser
+      generic: false
+      timeout: 500ms
+      cluster: failfast
+      retries: 0
+      idempotent: false
+      loadbalance: consistenthash
+      hash_arguments: [0]
+      params:
+        - {type: java.lang.String, from: path, name: id}
+        - {type: int, from: query, name: limit, value: "10", required: false}
+        - {type: java.lang.String, from: header, name: X-Tenant}
+        - {type: com.example.demo.Filter, from: body, pointer: /filter}
+        - {type: long, from: constant, value: "7"}
+      types:
+        com.example.demo.Filter: {since: java.util.Date}
+      attachments: {app: web}
+      result: {keep_class: true, long_as_number: true, big_as_number: true}
+      exception_status: 502
+      breaker: {enabled: true, max_failures: 3, failure_ratio: 0.25, window: 5s, min_requests: 10, open_for: 2s, half_open_probes: 2}
+  - name: dubbo-generic
+    match: {methods: [POST], path: "/dubbo/{interface}/{method}"}
+    dubbo:
+      registry: local
+      passthrough: {allow: [com.example.demo.*, org.acme.OrderService]}
+registries:
+  local:
+    type: static
+    providers:
+      com.example.demo.UserService: ["127.0.0.1:20880", "dubbo://127.0.0.1:20881?version=1.0.0&group=g1&weight=200"]
+dubbo:
+  conns_per_addr: 2
+  dial_timeout: 1s
+  heartbeat: 30s
+  max_payload: 4MiB
+  max_pending: 500
+  types:
+    com.example.demo.User: {createdAt: java.util.Date}
 demo:
   http: 127.0.0.1:18081
+  dubbo: 127.0.0.1:20880
 `
 
 func ptr[T any](v T) *T { return &v }
@@ -186,8 +232,52 @@ func TestParseFullConfig(t *testing.T) {
 				Timeout:      DefaultUpstreamTimeout, // from the upstream
 				MaxBodyBytes: 1000 * 1000,            // from server.max_body_bytes
 			},
+			{
+				Name:  "user-dubbo",
+				Match: Match{Methods: []string{"GET"}, Path: "/api/users/{id}"},
+				Dubbo: &DubboRoute{
+					Registry: "local", Interface: "com.example.demo.UserService", Version: "1.0.0", Group: "g1", Method: "getUser",
+					Generic: ptr(false), Timeout: Duration(500 * time.Millisecond), Cluster: "failfast", Retries: ptr(0),
+					Idempotent: ptr(false), LoadBalance: "consistenthash", HashArguments: []int{0},
+					Params: []DubboParam{
+						{Type: "java.lang.String", From: "path", Name: "id", Required: ptr(true)},
+						{Type: "int", From: "query", Name: "limit", Value: ptr("10"), Required: ptr(false)},
+						{Type: "java.lang.String", From: "header", Name: "X-Tenant", Required: ptr(false)},
+						{Type: "com.example.demo.Filter", From: "body", Pointer: "/filter", Required: ptr(false)},
+						{Type: "long", From: "constant", Value: ptr("7"), Required: ptr(false)},
+					},
+					Types:           map[string]map[string]string{"com.example.demo.Filter": {"since": "java.util.Date"}},
+					Attachments:     map[string]string{"app": "web"},
+					Result:          DubboResult{KeepClass: true, LongAsNumber: true, BigAsNumber: true},
+					ExceptionStatus: 502,
+					Breaker: Breaker{Enabled: ptr(true), MaxFailures: 3, FailureRatio: ptr(0.25), Window: Duration(5 * time.Second),
+						MinRequests: 10, OpenFor: Duration(2 * time.Second), HalfOpenProbes: 2},
+				},
+				Timeout:      Duration(500 * time.Millisecond), // from dubbo.timeout
+				MaxBodyBytes: 1000 * 1000,
+			},
+			{
+				Name:  "dubbo-generic",
+				Match: Match{Methods: []string{"POST"}, Path: "/dubbo/{interface}/{method}"},
+				Dubbo: &DubboRoute{
+					Registry: "local", Passthrough: &Passthrough{Allow: []string{"com.example.demo.*", "org.acme.OrderService"}},
+					Generic: ptr(true), Timeout: DefaultDubboTimeout, Cluster: DefaultDubboCluster, Retries: ptr(DefaultDubboRetries),
+					Idempotent: ptr(false), LoadBalance: DefaultDubboLoadBalance, HashArguments: []int{0},
+					ExceptionStatus: DefaultExceptionStatus,
+					Breaker: Breaker{Enabled: ptr(true), MaxFailures: DefaultBreakerMaxFailures, FailureRatio: ptr(DefaultBreakerRatio),
+						Window: DefaultBreakerWindow, MinRequests: DefaultBreakerMinRequests, OpenFor: DefaultBreakerOpenFor,
+						HalfOpenProbes: DefaultBreakerProbes},
+				},
+				Timeout:      DefaultDubboTimeout,
+				MaxBodyBytes: 1000 * 1000,
+			},
 		},
-		Demo: Demo{HTTP: "127.0.0.1:18081"},
+		Registries: map[string]*Registry{"local": {Type: "static", Providers: map[string][]string{
+			"com.example.demo.UserService": {"127.0.0.1:20880", "dubbo://127.0.0.1:20881?version=1.0.0&group=g1&weight=200"},
+		}}},
+		Dubbo: DubboClient{ConnsPerAddr: 2, DialTimeout: Duration(time.Second), Heartbeat: Duration(30 * time.Second),
+			MaxPayload: 4 << 20, MaxPending: 500, Types: map[string]map[string]string{"com.example.demo.User": {"createdAt": "java.util.Date"}}},
+		Demo: Demo{HTTP: "127.0.0.1:18081", Dubbo: "127.0.0.1:20880"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse(full) differs from the expected config")

@@ -23,6 +23,10 @@ type Config struct {
 	DefaultFilters []Filter `yaml:"default_filters"`
 	// Upstreams are the named HTTP services routes send traffic to.
 	Upstreams map[string]*Upstream `yaml:"upstreams"`
+	// Registries are the named sources of Dubbo providers routes call.
+	Registries map[string]*Registry `yaml:"registries"`
+	// Dubbo sets the Dubbo client every Dubbo route shares.
+	Dubbo DubboClient `yaml:"dubbo"`
 	// Routes are matched against each request; see the router package for precedence.
 	Routes []*Route `yaml:"routes"`
 	// Demo starts in-process demo services, so the quickstart needs nothing external.
@@ -165,8 +169,10 @@ type Route struct {
 	Match Match `yaml:"match"`
 	// Filters run in order after the default filters.
 	Filters []Filter `yaml:"filters"`
-	// Upstream names an entry of upstreams.
+	// Upstream names an entry of upstreams. Exactly one of Upstream and Dubbo is set.
 	Upstream string `yaml:"upstream"`
+	// Dubbo makes the route call a Dubbo method instead of an HTTP upstream.
+	Dubbo *DubboRoute `yaml:"dubbo"`
 	// Timeout bounds the whole upstream exchange; default the upstream's timeout.
 	Timeout Duration `yaml:"timeout"`
 	// MaxBodyBytes overrides server.max_body_bytes for this route.
@@ -248,4 +254,7 @@ type PassiveHealth struct {
 type Demo struct {
 	// HTTP is the listen address of a demo HTTP service (e.g. "127.0.0.1:18081"); empty = off.
 	HTTP string `yaml:"http"`
+	// Dubbo is the listen address of the in-process demo Dubbo provider
+	// (com.example.demo.UserService, e.g. "127.0.0.1:20880"); empty = off.
+	Dubbo string `yaml:"dubbo"`
 }

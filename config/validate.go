@@ -98,6 +98,7 @@ func validate(c *Config) problems {
 	}
 	validateUpstreams(&ps, c.Upstreams)
 	validateRoutes(&ps, c)
+	validateDubbo(&ps, c)
 
 	if c.Demo.HTTP != "" {
 		check("demo.http", checkListenAddr(c.Demo.HTTP))
@@ -127,8 +128,12 @@ func validateRoutes(ps *problems, c *Config) {
 		params := validateMatch(ps, path+".match", &r.Match)
 
 		switch u := r.Upstream; {
+		case u != "" && r.Dubbo != nil:
+			ps.add(path, 0, "set upstream (HTTP) or dubbo, not both")
+		case r.Dubbo != nil:
+			validateDubboRoute(ps, c, path+".dubbo", r, params)
 		case u == "":
-			ps.add(path+".upstream", 0, "required: name an entry of upstreams")
+			ps.add(path+".upstream", 0, "required: name an entry of upstreams (or call Dubbo with dubbo:)")
 		case c.Upstreams[u] == nil && !hasKey(c.Upstreams, u):
 			defined := "no upstreams are defined"
 			if len(c.Upstreams) > 0 {

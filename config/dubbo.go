@@ -1,0 +1,125 @@
+package config
+
+// Registry is a source of Dubbo providers.
+type Registry struct {
+	// Type is "static" (providers listed here). ZooKeeper comes with the registry issue.
+	Type string `yaml:"type"`
+	// Providers (static) maps an interface name to its provider URLs:
+	// "dubbo://10.0.0.1:20880?version=1.0.0&group=g&weight=100" or plain "10.0.0.1:20880".
+	Providers map[string][]string `yaml:"providers"`
+}
+
+// DubboClient sets the Dubbo client shared by every Dubbo route.
+type DubboClient struct {
+	// ConnsPerAddr multiplexed connections per provider address. Default 1.
+	ConnsPerAddr int `yaml:"conns_per_addr"`
+	// DialTimeout bounds connecting to a provider. Default 3s.
+	DialTimeout Duration `yaml:"dial_timeout"`
+	// Heartbeat is the idle time before a heartbeat; 3 missed close the connection. Default 60s.
+	Heartbeat Duration `yaml:"heartbeat"`
+	// MaxPayload bounds request and response bodies. Default 8MiB.
+	MaxPayload ByteSize `yaml:"max_payload"`
+	// MaxPending bounds calls waiting for a response per connection. Default 10000.
+	MaxPending int `yaml:"max_pending"`
+	// Types declares DTO field types for every route: class → field → Java type.
+	Types map[string]map[string]string `yaml:"types"`
+}
+
+// DubboRoute turns a route's requests into calls of one Dubbo method (or,
+// with Passthrough, of any allowed method named in the path).
+type DubboRoute struct {
+	// Registry names an entry of registries.
+	Registry string `yaml:"registry"`
+	// Interface, Version, Group and Method name what is called. With
+	// Passthrough, Interface and Method come from the path instead.
+	Interface string `yaml:"interface"`
+	Version   string `yaml:"version"`
+	Group     string `yaml:"group"`
+	Method    string `yaml:"method"`
+	// Generic calls through $invoke (no provider JAR needed; default true);
+	// false sends a typed call (real method name and descriptor).
+	Generic *bool `yaml:"generic"`
+	// Timeout of one call. Default 1s, as Java Dubbo.
+	Timeout Duration `yaml:"timeout"`
+	// Cluster is failover (default) or failfast.
+	Cluster string `yaml:"cluster"`
+	// Retries on other providers (failover, idempotent methods only). Default 2.
+	Retries *int `yaml:"retries"`
+	// Idempotent lets failover retry calls that may have reached a provider.
+	// Default: true when the route's HTTP methods are all GET or HEAD.
+	Idempotent *bool `yaml:"idempotent"`
+	// LoadBalance is random (weighted, default), roundrobin, leastactive, consistenthash or p2c.
+	LoadBalance string `yaml:"loadbalance"`
+	// HashArguments are the parameter indexes consistenthash hashes. Default [0].
+	HashArguments []int `yaml:"hash_arguments"`
+	// Params are the method's parameters, in order, with where each comes from.
+	Params []DubboParam `yaml:"params"`
+	// Types declares DTO field types for this route (merged over dubbo.types).
+	Types map[string]map[string]string `yaml:"types"`
+	// Attachments are constant attachments sent with every call.
+	Attachments map[string]string `yaml:"attachments"`
+	// Result sets how results become JSON.
+	Result DubboResult `yaml:"result"`
+	// ExceptionStatus is the HTTP status of a business exception. Default 500.
+	ExceptionStatus int `yaml:"exception_status"`
+	// Passthrough enables the generic pass-through endpoint on this route.
+	Passthrough *Passthrough `yaml:"passthrough"`
+	// Breaker opens after failures so calls fail fast with 503.
+	Breaker Breaker `yaml:"breaker"`
+}
+
+// DubboParam is one parameter of a Dubbo method.
+type DubboParam struct {
+	// Type is the Java type: int, java.lang.String, com.example.User,
+	// java.util.List<com.example.Item>, int[], ...
+	Type string `yaml:"type"`
+	// From is path, query, header, body (default) or constant.
+	From string `yaml:"from"`
+	// Name is the path parameter, query parameter or header name; for body,
+	// the top-level JSON field the parameter is bound to by name.
+	Name string `yaml:"name"`
+	// Pointer is a JSON pointer (RFC 6901) into the body, e.g. "/user/id".
+	Pointer string `yaml:"pointer"`
+	// Value is the constant's value, or the default when the source is absent.
+	Value *string `yaml:"value"`
+	// Required refuses requests where the source is absent (400). Default: true for path.
+	Required *bool `yaml:"required"`
+}
+
+// DubboResult sets how a result becomes JSON.
+type DubboResult struct {
+	// KeepClass keeps the "class" keys of generic results. Default false.
+	KeepClass bool `yaml:"keep_class"`
+	// LongAsNumber writes longs beyond ±2^53 as JSON numbers (default: strings, which JavaScript reads exactly).
+	LongAsNumber bool `yaml:"long_as_number"`
+	// BigAsNumber writes BigDecimal and BigInteger as JSON numbers (default: strings).
+	BigAsNumber bool `yaml:"big_as_number"`
+}
+
+// Passthrough is the generic pass-through endpoint: the route's path must
+// capture {interface} and {method}; the body is
+// {"types": [...], "args": [...], "version": "...", "group": "...", "attachments": {...}}.
+type Passthrough struct {
+	// Allow lists the interfaces that may be called: exact names or a prefix ending in ".*".
+	Allow []string `yaml:"allow"`
+}
+
+// Breaker is a circuit breaker: open after MaxFailures consecutive failures
+// or when the failure ratio over Window reaches FailureRatio (with at least
+// MinRequests), for OpenFor; then HalfOpenProbes calls test the way back.
+type Breaker struct {
+	// Enabled turns the breaker on. Default true.
+	Enabled *bool `yaml:"enabled"`
+	// MaxFailures consecutive failures open it. Default 5.
+	MaxFailures int `yaml:"max_failures"`
+	// FailureRatio over Window opens it (0 disables the ratio rule). Default 0.5.
+	FailureRatio *float64 `yaml:"failure_ratio"`
+	// Window of the ratio rule. Default 10s.
+	Window Duration `yaml:"window"`
+	// MinRequests in Window before the ratio rule applies. Default 20.
+	MinRequests int `yaml:"min_requests"`
+	// OpenFor is how long it stays open. Default 10s.
+	OpenFor Duration `yaml:"open_for"`
+	// HalfOpenProbes calls let through to test recovery. Default 1.
+	HalfOpenProbes int `yaml:"half_open_probes"`
+}

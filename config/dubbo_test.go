@@ -1,0 +1,119 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// dubboRoute returns a config with a static registry and one Dubbo route
+// whose dubbo section is given (indented by 6).
+func dubboRoute(match, dubbo string) string {
+	return `
+registries:
+  local:
+    providers:
+      com.example.UserService: ["127.0.0.1:20880"]
+routes:
+  - name: r
+    match: ` + match + `
+    dubbo:
+` + dubbo
+}
+
+func TestDubboConfigProblems(t *testing.T) {
+	cases := []struct {
+		name, yaml, path, reason string
+	}{
+		{"valid", dubboRoute(`{methods: [GET], path: "/u/{id}"}`, "      registry: local\n      interface: com.example.UserService\n      method: getUser\n      params: [{type: java.lang.String, from: path, name: id}]\n"), "", ""},
+		{"undefined registry", dubboRoute(`{path: /u}`, "      registry: zk\n      interface: com.example.UserService\n      method: m\n"),
+			"routes[0].dubbo.registry", `registry "zk" is not defined; defined: local`},
+		{"both upstream and dubbo", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n    upstream: x\n"),
+			"routes[0]", "set upstream (HTTP) or dubbo, not both"},
+		{"missing method", dubboRoute(`{path: /u}`, "      registry: local\n      interface: com.example.UserService\n"),
+			"routes[0].dubbo.method", "required: a Java method name"},
+		{"bad interface", dubboRoute(`{path: /u}`, "      registry: local\n      interface: com..Bad\n      method: m\n"),
+			"routes[0].dubbo.interface", "a Java interface name"},
+		{"path param not captured", dubboRoute(`{path: "/u/{id}"}`, "      registry: local\n      interface: a.B\n      method: m\n      params: [{type: int, from: path, name: uid}]\n"),
+			"routes[0].dubbo.params[0].name", `path parameter "uid" is not captured by the route's match.path (it captures: id)`},
+		{"query without name", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      params: [{type: int, from: query}]\n"),
+			"routes[0].dubbo.params[0].name", "required: the query parameter to read"},
+		{"unknown source", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      params: [{type: int, from: cookie, name: c}]\n"),
+			"routes[0].dubbo.params[0].from", `unknown source "cookie"`},
+		{"constant without value", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      params: [{type: int, from: constant}]\n"),
+			"routes[0].dubbo.params[0].value", "required: the constant's value"},
+		{"whole body mixed with named", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      params: [{type: a.Dto}, {type: int, name: n}]\n"),
+			"routes[0].dubbo.params[1]", "params[0] takes the whole body"},
+		{"missing type", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      params: [{from: body, name: n}]\n"),
+			"routes[0].dubbo.params[0].type", "required: the parameter's Java type"},
+		{"unknown loadbalance", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      loadbalance: fastest\n"),
+			"routes[0].dubbo.loadbalance", `unknown load balance "fastest"`},
+		{"hash argument out of range", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      loadbalance: consistenthash\n      hash_arguments: [1]\n      params: [{type: int, from: constant, value: \"1\"}]\n"),
+			"routes[0].dubbo.hash_arguments[0]", "argument 1 does not exist: the method has 1 parameters"},
+		{"passthrough without captures", dubboRoute(`{path: /dubbo}`, "      registry: local\n      passthrough: {allow: [com.example.*]}\n"),
+			"routes[0].dubbo.passthrough", "must capture {interface}"},
+		{"passthrough without allow", dubboRoute(`{path: "/dubbo/{interface}/{method}"}`, "      registry: local\n      passthrough: {}\n"),
+			"routes[0].dubbo.passthrough.allow", "required: list the interfaces"},
+		{"exception status", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      exception_status: 200\n"),
+			"routes[0].dubbo.exception_status", "must be an HTTP error status"},
+		{"bad timeout", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      timeout: 1000\n"),
+			"routes[0].dubbo.timeout", `duration "1000" has no unit`},
+		{"failure ratio", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      breaker: {failure_ratio: 1.5}\n"),
+			"routes[0].dubbo.breaker.failure_ratio", "must be 0..1"},
+		{"bad provider", "registries:\n  local:\n    providers:\n      a.B: [\"http://127.0.0.1:80\"]\nroutes: []\n",
+			`registries.local.providers["a.B"][0]`, `protocol "http" is not supported`},
+		{"unknown registry type", "registries:\n  zk:\n    type: etcd\n",
+			"registries.zk.type", `unknown registry type "etcd"`},
+		{"bad types", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      types: {a.Dto: {\"bad field\": int}}\n"),
+			`routes[0].dubbo.types["a.Dto"]["bad field"]`, "is not a Java field name"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), "t.yaml", nil)
+			if tc.path == "" {
+				if err != nil {
+					t.Fatalf("unexpected: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted; want %s: %s", tc.path, tc.reason)
+			}
+			var found bool
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if strings.Contains(line, " "+tc.path+": ") && strings.Contains(line, tc.reason) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("want %s: %s\ngot:\n%v", tc.path, tc.reason, err)
+			}
+		})
+	}
+}
+
+func TestDubboDefaults(t *testing.T) {
+	c, err := Parse([]byte(dubboRoute(`{methods: [GET], path: "/u/{id}"}`,
+		"      registry: local\n      interface: com.example.UserService\n      method: getUser\n      params: [{type: java.lang.String, from: path, name: id}, {type: a.Dto}]\n")), "t.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.Routes[0].Dubbo
+	if !*d.Generic || d.Timeout != DefaultDubboTimeout || d.Cluster != "failover" || *d.Retries != 2 || !*d.Idempotent ||
+		d.LoadBalance != "random" || d.ExceptionStatus != 500 || !*d.Breaker.Enabled || c.Routes[0].Timeout != DefaultDubboTimeout {
+		t.Errorf("defaults: %+v", d)
+	}
+	if d.Params[1].From != FromBody || *d.Params[0].Required != true || *d.Params[1].Required != false {
+		t.Errorf("param defaults: %+v", d.Params)
+	}
+	if c.Registries["local"].Type != "static" || c.Dubbo.MaxPayload != 8<<20 || c.Dubbo.Heartbeat != DefaultDubboHeartbeat {
+		t.Errorf("client defaults: %+v %+v", c.Registries["local"], c.Dubbo)
+	}
+	// POST is not idempotent unless the route says so.
+	c, err = Parse([]byte(dubboRoute(`{methods: [POST], path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n")), "t.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *c.Routes[0].Dubbo.Idempotent {
+		t.Errorf("POST route idempotent by default")
+	}
+}

@@ -1,0 +1,355 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults of the Dubbo client and routes, as Java Dubbo users expect them.
+const (
+	DefaultDubboConnsPerAddr  = 1
+	DefaultDubboDialTimeout   = Duration(3 * time.Second)
+	DefaultDubboHeartbeat     = Duration(60 * time.Second)
+	DefaultDubboMaxPayload    = ByteSize(8 << 20)
+	DefaultDubboMaxPending    = 10000
+	DefaultDubboTimeout       = Duration(time.Second)
+	DefaultDubboRetries       = 2
+	DefaultDubboCluster       = "failover"
+	DefaultDubboLoadBalance   = "random"
+	DefaultExceptionStatus    = 500
+	DefaultBreakerMaxFailures = 5
+	DefaultBreakerRatio       = 0.5
+	DefaultBreakerWindow      = Duration(10 * time.Second)
+	DefaultBreakerMinRequests = 20
+	DefaultBreakerOpenFor     = Duration(10 * time.Second)
+	DefaultBreakerProbes      = 1
+)
+
+// Sources of a DubboParam.
+const (
+	FromPath     = "path"
+	FromQuery    = "query"
+	FromHeader   = "header"
+	FromBody     = "body"
+	FromConstant = "constant"
+)
+
+var (
+	dubboClusters     = []string{"failover", "failfast"}
+	dubboLoadBalances = []string{"random", "roundrobin", "leastactive", "consistenthash", "p2c"}
+	paramSources      = []string{FromPath, FromQuery, FromHeader, FromBody, FromConstant}
+)
+
+func defaultDubbo(c *Config) {
+	d := &c.Dubbo
+	setDefault(&d.ConnsPerAddr, DefaultDubboConnsPerAddr)
+	setDefault(&d.DialTimeout, DefaultDubboDialTimeout)
+	setDefault(&d.Heartbeat, DefaultDubboHeartbeat)
+	setDefault(&d.MaxPayload, DefaultDubboMaxPayload)
+	setDefault(&d.MaxPending, DefaultDubboMaxPending)
+	for _, reg := range c.Registries {
+		if reg != nil {
+			setDefault(&reg.Type, "static")
+		}
+	}
+	for _, r := range c.Routes {
+		if r == nil || r.Dubbo == nil {
+			continue
+		}
+		dr := r.Dubbo
+		setDefaultPtr(&dr.Generic, true)
+		setDefault(&dr.Timeout, r.Timeout)
+		setDefault(&dr.Timeout, DefaultDubboTimeout)
+		setDefault(&r.Timeout, dr.Timeout)
+		setDefault(&dr.Cluster, DefaultDubboCluster)
+		setDefaultPtr(&dr.Retries, DefaultDubboRetries)
+		setDefaultPtr(&dr.Idempotent, readOnlyMethods(r.Match.Methods))
+		setDefault(&dr.LoadBalance, DefaultDubboLoadBalance)
+		if dr.HashArguments == nil {
+			dr.HashArguments = []int{0}
+		}
+		setDefault(&dr.ExceptionStatus, DefaultExceptionStatus)
+		b := &dr.Breaker
+		setDefaultPtr(&b.Enabled, true)
+		setDefault(&b.MaxFailures, DefaultBreakerMaxFailures)
+		setDefaultPtr(&b.FailureRatio, DefaultBreakerRatio)
+		setDefault(&b.Window, DefaultBreakerWindow)
+		setDefault(&b.MinRequests, DefaultBreakerMinRequests)
+		setDefault(&b.OpenFor, DefaultBreakerOpenFor)
+		setDefault(&b.HalfOpenProbes, DefaultBreakerProbes)
+		for i := range dr.Params {
+			p := &dr.Params[i]
+			setDefault(&p.From, FromBody)
+			setDefaultPtr(&p.Required, p.From == FromPath)
+		}
+	}
+}
+
+// readOnlyMethods reports whether methods are all GET or HEAD (and not empty):
+// only then may a call that reached a provider be sent again by default.
+func readOnlyMethods(methods []string) bool {
+	if len(methods) == 0 {
+		return false
+	}
+	for _, m := range methods {
+		if m != "GET" && m != "HEAD" {
+			return false
+		}
+	}
+	return true
+}
+
+func validateDubbo(ps *problems, c *Config) {
+	d := &c.Dubbo
+	if d.ConnsPerAddr < 1 || d.ConnsPerAddr > 64 {
+		ps.add("dubbo.conns_per_addr", 0, "must be 1..64, got %d", d.ConnsPerAddr)
+	}
+	if err := positive(d.DialTimeout); err != nil {
+		ps.add("dubbo.dial_timeout", 0, "%v", err)
+	}
+	if d.Heartbeat.D() < 100*time.Millisecond {
+		ps.add("dubbo.heartbeat", 0, "%s is too short: at least 100ms", d.Heartbeat.D())
+	}
+	if d.MaxPayload < 1<<10 {
+		ps.add("dubbo.max_payload", 0, "%d bytes is too small: at least 1KiB", d.MaxPayload)
+	}
+	if d.MaxPending < 1 {
+		ps.add("dubbo.max_pending", 0, "must be at least 1, got %d", d.MaxPending)
+	}
+	validateTypes(ps, "dubbo.types", d.Types)
+
+	for _, name := range slices.Sorted(maps.Keys(c.Registries)) {
+		reg := c.Registries[name]
+		path := keyPath("registries", name)
+		if !routeName.MatchString(name) {
+			ps.add(path, 0, "registry name %q: use only letters, digits, '-', '_' and '.'", name)
+		}
+		if reg == nil {
+			ps.add(path, 0, "empty registry: set type and providers")
+			continue
+		}
+		if reg.Type != "static" {
+			ps.add(path+".type", 0, "unknown registry type %q (known: static)", reg.Type)
+			continue
+		}
+		if len(reg.Providers) == 0 {
+			ps.add(path+".providers", 0, "a static registry needs providers: interface → [\"host:port\", ...]")
+		}
+		for _, iface := range slices.Sorted(maps.Keys(reg.Providers)) {
+			ipath := keyPath(path+".providers", iface)
+			if !javaName(iface) {
+				ps.add(ipath, 0, "%q is not a Java interface name", iface)
+			}
+			for i, u := range reg.Providers[iface] {
+				if err := checkProviderURL(u); err != nil {
+					ps.add(indexPath(ipath, i), 0, "%v", err)
+				}
+			}
+		}
+	}
+	if c.Demo.Dubbo != "" {
+		if err := checkListenAddr(c.Demo.Dubbo); err != nil {
+			ps.add("demo.dubbo", 0, "%v", err)
+		}
+	}
+}
+
+// validateDubboRoute checks routes[i].dubbo; params are the route path's parameters.
+func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params []string) {
+	dr := r.Dubbo
+	switch reg := dr.Registry; {
+	case reg == "":
+		ps.add(path+".registry", 0, "required: name an entry of registries")
+	case !hasKey(c.Registries, reg):
+		defined := "no registries are defined"
+		if len(c.Registries) > 0 {
+			defined = "defined: " + strings.Join(slices.Sorted(maps.Keys(c.Registries)), ", ")
+		}
+		ps.add(path+".registry", 0, "registry %q is not defined; %s", reg, defined)
+	}
+	if dr.Passthrough != nil {
+		for _, want := range []string{"interface", "method"} {
+			if !slices.Contains(params, want) {
+				ps.add(path+".passthrough", 0, "the route's match.path must capture {%s} (e.g. /dubbo/{interface}/{method})", want)
+			}
+		}
+		if len(dr.Passthrough.Allow) == 0 {
+			ps.add(path+".passthrough.allow", 0, "required: list the interfaces that may be called (exact names or a prefix such as com.example.*)")
+		}
+		for i, a := range dr.Passthrough.Allow {
+			if !javaName(strings.TrimSuffix(a, ".*")) {
+				ps.add(indexPath(path+".passthrough.allow", i), 0, "%q is neither an interface name nor a package prefix ending in .*", a)
+			}
+		}
+		if dr.Interface != "" || dr.Method != "" || len(dr.Params) > 0 {
+			ps.add(path+".passthrough", 0, "a pass-through route takes interface, method and arguments from the request: remove interface, method and params")
+		}
+	} else {
+		if !javaName(dr.Interface) {
+			ps.add(path+".interface", 0, "required: a Java interface name such as com.example.UserService, got %q", dr.Interface)
+		}
+		if !javaIdent(dr.Method) {
+			ps.add(path+".method", 0, "required: a Java method name, got %q", dr.Method)
+		}
+	}
+	if err := positive(dr.Timeout); err != nil {
+		ps.add(path+".timeout", 0, "%v", err)
+	}
+	if !slices.Contains(dubboClusters, dr.Cluster) {
+		ps.add(path+".cluster", 0, "unknown cluster %q (known: %s)", dr.Cluster, strings.Join(dubboClusters, ", "))
+	}
+	if !slices.Contains(dubboLoadBalances, dr.LoadBalance) {
+		ps.add(path+".loadbalance", 0, "unknown load balance %q (known: %s)", dr.LoadBalance, strings.Join(dubboLoadBalances, ", "))
+	}
+	if dr.Retries != nil && (*dr.Retries < 0 || *dr.Retries > 10) {
+		ps.add(path+".retries", 0, "must be 0..10, got %d", *dr.Retries)
+	}
+	if dr.ExceptionStatus < 400 || dr.ExceptionStatus > 599 {
+		ps.add(path+".exception_status", 0, "must be an HTTP error status 400..599, got %d", dr.ExceptionStatus)
+	}
+	if dr.LoadBalance == "consistenthash" && dr.Passthrough == nil {
+		for i, a := range dr.HashArguments {
+			if a < 0 || a >= len(dr.Params) {
+				ps.add(indexPath(path+".hash_arguments", i), 0, "argument %d does not exist: the method has %d parameters", a, len(dr.Params))
+			}
+		}
+	}
+	validateTypes(ps, path+".types", dr.Types)
+	b := &dr.Breaker
+	if b.MaxFailures < 1 {
+		ps.add(path+".breaker.max_failures", 0, "must be at least 1, got %d", b.MaxFailures)
+	}
+	if b.FailureRatio != nil && (*b.FailureRatio < 0 || *b.FailureRatio > 1) {
+		ps.add(path+".breaker.failure_ratio", 0, "must be 0..1 (0 turns the ratio rule off), got %v", *b.FailureRatio)
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"window", b.Window}, {"open_for", b.OpenFor}} {
+		if err := positive(d.v); err != nil {
+			ps.add(path+".breaker."+d.key, 0, "%v", err)
+		}
+	}
+	if b.HalfOpenProbes < 1 {
+		ps.add(path+".breaker.half_open_probes", 0, "must be at least 1, got %d", b.HalfOpenProbes)
+	}
+	validateParams(ps, path, dr.Params, params)
+}
+
+func validateParams(ps *problems, path string, ps0 []DubboParam, routeParams []string) {
+	wholeBody, positional := -1, 0
+	for i, p := range ps0 {
+		pp := indexPath(path+".params", i)
+		if strings.TrimSpace(p.Type) == "" {
+			ps.add(pp+".type", 0, "required: the parameter's Java type, e.g. java.lang.String, int, com.example.User")
+		}
+		if !slices.Contains(paramSources, p.From) {
+			ps.add(pp+".from", 0, "unknown source %q (known: %s)", p.From, strings.Join(paramSources, ", "))
+			continue
+		}
+		switch p.From {
+		case FromPath:
+			if !slices.Contains(routeParams, p.Name) {
+				ps.add(pp+".name", 0, "path parameter %q is not captured by the route's match.path (it captures: %s)", p.Name, strings.Join(routeParams, ", "))
+			}
+		case FromQuery, FromHeader:
+			if p.Name == "" {
+				ps.add(pp+".name", 0, "required: the %s parameter to read", p.From)
+			}
+		case FromConstant:
+			if p.Value == nil {
+				ps.add(pp+".value", 0, "required: the constant's value")
+			}
+		case FromBody:
+			switch {
+			case p.Pointer != "" && p.Name != "":
+				ps.add(pp, 0, "set name (a top-level field) or pointer, not both")
+			case p.Pointer != "":
+				if !strings.HasPrefix(p.Pointer, "/") {
+					ps.add(pp+".pointer", 0, "a JSON pointer starts with /, got %q", p.Pointer)
+				}
+			case p.Name == "":
+				positional++
+				if wholeBody < 0 {
+					wholeBody = i
+				}
+			}
+		}
+		if p.Pointer != "" && p.From != FromBody {
+			ps.add(pp+".pointer", 0, "pointer applies to from: body only")
+		}
+	}
+	// One unnamed body parameter takes the whole body; several take the
+	// elements of a JSON array body by position. Mixing them with named or
+	// pointer body parameters would read the body two ways.
+	if positional > 0 {
+		for i, p := range ps0 {
+			if p.From == FromBody && (p.Name != "" || p.Pointer != "") {
+				ps.add(indexPath(path+".params", i), 0, "params[%d] takes the whole body (no name or pointer): bind every body parameter by name or pointer, or none", wholeBody)
+				break
+			}
+		}
+	}
+}
+
+func validateTypes(ps *problems, path string, types map[string]map[string]string) {
+	for _, class := range slices.Sorted(maps.Keys(types)) {
+		if !javaName(class) {
+			ps.add(keyPath(path, class), 0, "%q is not a Java class name", class)
+		}
+		for _, field := range slices.Sorted(maps.Keys(types[class])) {
+			if !javaIdent(field) {
+				ps.add(keyPath(keyPath(path, class), field), 0, "%q is not a Java field name", field)
+			}
+		}
+	}
+}
+
+// checkProviderURL accepts "host:port" or "dubbo://host:port[/path][?params]".
+func checkProviderURL(s string) error {
+	if !strings.Contains(s, "://") {
+		s = "dubbo://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a provider URL: %v", s, err)
+	}
+	if u.Scheme != "dubbo" {
+		return fmt.Errorf("%q: protocol %q is not supported (dubbo only)", s, u.Scheme)
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil || host == "" {
+		return fmt.Errorf("%q: want host:port", s)
+	}
+	return checkPort(port, false)
+}
+
+func javaIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		ok := r == '_' || r == '$' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || r > 0x7f || (i > 0 && r >= '0' && r <= '9')
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func javaName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, part := range strings.Split(s, ".") {
+		if !javaIdent(part) {
+			return false
+		}
+	}
+	return true
+}
