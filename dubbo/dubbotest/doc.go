@@ -1,0 +1,13 @@
+// Package dubbotest is an in-process Dubbo provider: a real TCP server
+// speaking the dubbo protocol with hessian2, serving Go functions registered
+// as Java services, with the demo services the tests and the quickstart
+// call.
+//
+// It behaves as a Java provider does where a consumer can tell: heartbeats
+// are answered, calls run concurrently up to a bound beyond which they are
+// refused with SERVER_THREADPOOL_EXHAUSTED_ERROR, an unknown service is
+// SERVICE_NOT_FOUND, an unknown method or a failing one is an exception
+// response, generic calls ($invoke) take and return maps with a "class"
+// key, responses carry attachments when the consumer's dubbo version asks
+// for them, and Close sends the readonly event before draining.
+package dubbotest
