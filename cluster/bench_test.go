@@ -1,0 +1,118 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+var policyNames = []string{"random", "roundrobin", "leastactive", "consistenthash", "p2c"}
+
+func benchProviders(n int) []*Provider {
+	ws := make([]int, n)
+	for i := range ws {
+		ws[i] = 100 + i%3*50 // unequal weights: the weighted paths
+	}
+	return newProviders(ws...)
+}
+
+func TestSelectAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool allocate")
+	}
+	for _, name := range policyNames {
+		for _, n := range []int{3, 30, 300} {
+			stats := NewStats(StatsOptions{})
+			p := mustPolicy(t, name, PolicyOptions{Stats: stats})
+			ps := benchProviders(n)
+			for _, call := range []*Call{
+				{HashKey: "user-12345"},
+				{HashKey: "user-12345", Exclude: func(p *Provider) bool { return p == ps[0] }},
+			} {
+				p.Select(ps, call) // first sight of the snapshot builds its state
+				if allocs := testing.AllocsPerRun(200, func() { p.Select(ps, call) }); allocs != 0 {
+					t.Errorf("%s with %d providers (exclude %v): %v allocations per Select", name, n, call.Exclude != nil, allocs)
+				}
+			}
+		}
+	}
+}
+
+func TestInvokeAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool allocate")
+	}
+	c := newCluster(t, Options{Policy: "roundrobin", Breaker: DefaultBreakerOptions(), RouteBreaker: DefaultBreakerOptions()})
+	ps := benchProviders(30)
+	call := &Call{Method: "getUser"}
+	inv := func(ctx context.Context, p *Provider) (any, error) { return nil, nil }
+	ctx := context.Background()
+	c.Invoke(ctx, ps, call, inv)
+	if allocs := testing.AllocsPerRun(200, func() { c.Invoke(ctx, ps, call, inv) }); allocs != 0 {
+		t.Errorf("%v allocations per successful Invoke", allocs)
+	}
+}
+
+// BenchmarkSelect measures each policy at 3, 30 and 300 providers. The
+// "baseline" policy is the cheapest possible choice (one uniform random
+// index), for ratios.
+func BenchmarkSelect(b *testing.B) {
+	for _, n := range []int{3, 30, 300} {
+		ps := benchProviders(n)
+		b.Run(fmt.Sprintf("baseline/%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var sink *Provider
+			for b.Loop() {
+				sink = ps[rand.IntN(len(ps))]
+			}
+			_ = sink
+		})
+		for _, name := range policyNames {
+			stats := NewStats(StatsOptions{})
+			p, err := NewPolicy(name, PolicyOptions{Stats: stats})
+			if err != nil {
+				b.Fatal(err)
+			}
+			call := &Call{Method: "getUser", HashKey: "user-12345"}
+			b.Run(fmt.Sprintf("%s/%d", name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					call.HashKey = hashKeys[i&255]
+					p.Select(ps, call)
+					i++
+				}
+			})
+		}
+	}
+}
+
+var hashKeys = func() (keys [256]string) {
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user-%d", i*7919)
+	}
+	return keys
+}()
+
+// BenchmarkInvoke measures a whole successful Invoke (policy, stats,
+// provider and route breakers) around an invoker that does nothing.
+func BenchmarkInvoke(b *testing.B) {
+	for _, n := range []int{3, 30, 300} {
+		c, err := New(Options{Route: "bench", Policy: "random", Breaker: DefaultBreakerOptions(), RouteBreaker: DefaultBreakerOptions(), Logger: quietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ps := benchProviders(n)
+		call := &Call{Method: "getUser"}
+		inv := func(ctx context.Context, p *Provider) (any, error) { return nil, nil }
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			ctx := context.Background()
+			for b.Loop() {
+				c.Invoke(ctx, ps, call, inv)
+			}
+		})
+		c.Close()
+	}
+}

@@ -1,0 +1,678 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	errRefused = errors.New("connection refused")
+	errTimeout = errors.New("timed out")
+	errBiz     = errors.New("com.example.DemoException: no such user")
+)
+
+func testClassify(err error) Class {
+	switch {
+	case errors.Is(err, errRefused):
+		return NotExecuted
+	case errors.Is(err, errBiz):
+		return Business
+	case errors.Is(err, context.Canceled):
+		return Canceled
+	}
+	return MaybeExecuted
+}
+
+// fakeInvoker answers per provider address (success "ok <addr>" by default) and records the calls.
+type fakeInvoker struct {
+	mu     sync.Mutex
+	calls  []string
+	errors map[string]error
+}
+
+func newFakeInvoker() *fakeInvoker { return &fakeInvoker{errors: make(map[string]error)} }
+
+func (f *fakeInvoker) set(addr string, err error) {
+	f.mu.Lock()
+	f.errors[addr] = err
+	f.mu.Unlock()
+}
+
+func (f *fakeInvoker) invoke(ctx context.Context, p *Provider) (any, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, p.Addr)
+	if err := f.errors[p.Addr]; err != nil {
+		return nil, fmt.Errorf("invoke %s: %w", p.Addr, err)
+	}
+	return "ok " + p.Addr, nil
+}
+
+func (f *fakeInvoker) called() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fakeInvoker) reset() {
+	f.mu.Lock()
+	f.calls = nil
+	f.mu.Unlock()
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newCluster(t *testing.T, opts Options) *Cluster {
+	t.Helper()
+	if opts.Route == "" {
+		opts.Route = "users"
+	}
+	if opts.Classify == nil {
+		opts.Classify = testClassify
+	}
+	if opts.Logger == nil {
+		opts.Logger = quietLogger()
+	}
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func intp(n int) *int { return &n }
+
+// metricValue returns the value of the series name{labels} in reg, or -1 when absent.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue metrics
+				}
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return -1
+}
+
+func TestInvokeSuccess(t *testing.T) {
+	c := newCluster(t, Options{Policy: "roundrobin"})
+	ps := newProviders(100, 100)
+	f := newFakeInvoker()
+	for _, want := range []string{"ok 10.0.0.1:20880", "ok 10.0.0.2:20880"} {
+		v, err := c.Invoke(context.Background(), ps, &Call{Method: "getUser"}, f.invoke)
+		if err != nil || v != want {
+			t.Fatalf("Invoke = %v, %v; want %s", v, err, want)
+		}
+	}
+	if a := c.Stats().Active(ps[0].Addr); a != 0 {
+		t.Errorf("active after the call = %d", a)
+	}
+}
+
+func TestFailover(t *testing.T) {
+	ps := newProviders(100, 100, 100, 100)
+	t.Run("retries on other providers", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		c := newCluster(t, Options{Metrics: NewMetrics(reg), IntN: seeded(10)})
+		f := newFakeInvoker()
+		for _, p := range ps {
+			f.set(p.Addr, errRefused)
+		}
+		_, err := c.Invoke(context.Background(), ps, nil, f.invoke)
+		calls := f.called()
+		if len(calls) != 3 || calls[0] == calls[1] || calls[1] == calls[2] || calls[0] == calls[2] {
+			t.Fatalf("attempts %v: want 3 on distinct providers (2 retries by default)", calls)
+		}
+		if !errors.Is(err, errRefused) || !strings.Contains(err.Error(), "3 attempts failed") || !strings.Contains(err.Error(), calls[0]) {
+			t.Errorf("error %v", err)
+		}
+		if got := metricValue(t, reg, "dubbogw_cluster_retries_total", map[string]string{"route": "users"}); got != 2 {
+			t.Errorf("retries metric %v, want 2", got)
+		}
+		if got := metricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users", "policy": "random"}); got != 3 {
+			t.Errorf("selections metric %v, want 3", got)
+		}
+	})
+	t.Run("succeeds on the next provider", func(t *testing.T) {
+		c := newCluster(t, Options{Policy: "roundrobin"})
+		f := newFakeInvoker()
+		f.set(ps[0].Addr, errRefused)
+		v, err := c.Invoke(context.Background(), ps, nil, f.invoke)
+		if err != nil || v != "ok "+ps[1].Addr {
+			t.Fatalf("Invoke = %v, %v", v, err)
+		}
+	})
+	t.Run("no more attempts than providers", func(t *testing.T) {
+		c := newCluster(t, Options{Retries: intp(5)})
+		f := newFakeInvoker()
+		f.set(ps[0].Addr, errRefused)
+		f.set(ps[1].Addr, errRefused)
+		_, err := c.Invoke(context.Background(), ps[:2], nil, f.invoke)
+		if n := len(f.called()); n != 2 || !errors.Is(err, errRefused) {
+			t.Fatalf("%d attempts, error %v", n, err)
+		}
+	})
+	t.Run("retries 0", func(t *testing.T) {
+		c := newCluster(t, Options{Retries: intp(0)})
+		f := newFakeInvoker()
+		f.set(ps[0].Addr, errRefused)
+		_, err := c.Invoke(context.Background(), ps[:1], nil, f.invoke)
+		if n := len(f.called()); n != 1 || !errors.Is(err, errRefused) || strings.Contains(err.Error(), "attempts") {
+			t.Fatalf("%d attempts, error %v", n, err)
+		}
+	})
+	t.Run("maybe executed needs idempotent", func(t *testing.T) {
+		f := newFakeInvoker()
+		for _, p := range ps {
+			f.set(p.Addr, errTimeout)
+		}
+		c := newCluster(t, Options{})
+		if _, err := c.Invoke(context.Background(), ps, nil, f.invoke); len(f.called()) != 1 || !errors.Is(err, errTimeout) {
+			t.Fatalf("not idempotent: attempts %v, error %v", f.called(), err)
+		}
+		f.reset()
+		c = newCluster(t, Options{Idempotent: true})
+		if _, err := c.Invoke(context.Background(), ps, nil, f.invoke); len(f.called()) != 3 || !errors.Is(err, errTimeout) {
+			t.Fatalf("idempotent: attempts %v, error %v", f.called(), err)
+		}
+	})
+	t.Run("business errors are not retried", func(t *testing.T) {
+		c := newCluster(t, Options{Idempotent: true, Breaker: BreakerOptions{ConsecutiveFailures: 1}})
+		f := newFakeInvoker()
+		for _, p := range ps {
+			f.set(p.Addr, errBiz)
+		}
+		_, err := c.Invoke(context.Background(), ps, nil, f.invoke)
+		if len(f.called()) != 1 || !errors.Is(err, errBiz) || strings.Contains(err.Error(), "attempts") {
+			t.Fatalf("attempts %v, error %v", f.called(), err)
+		}
+		for _, b := range c.Breakers() {
+			if b.State != BreakerClosed {
+				t.Errorf("a business error counted against %s: %+v", b.Key, b)
+			}
+		}
+	})
+	t.Run("canceled is not retried", func(t *testing.T) {
+		c := newCluster(t, Options{Idempotent: true})
+		f := newFakeInvoker()
+		for _, p := range ps {
+			f.set(p.Addr, context.Canceled)
+		}
+		if _, err := c.Invoke(context.Background(), ps, nil, f.invoke); len(f.called()) != 1 || !errors.Is(err, context.Canceled) {
+			t.Fatalf("attempts %v, error %v", f.called(), err)
+		}
+	})
+	t.Run("stops when the context is done", func(t *testing.T) {
+		c := newCluster(t, Options{Idempotent: true})
+		ctx, cancel := context.WithCancel(context.Background())
+		calls := 0
+		_, err := c.Invoke(ctx, ps, nil, func(ctx context.Context, p *Provider) (any, error) {
+			calls++
+			cancel() // the client went away during the first attempt
+			return nil, errTimeout
+		})
+		if calls != 1 || !errors.Is(err, errTimeout) {
+			t.Fatalf("%d attempts, error %v", calls, err)
+		}
+	})
+}
+
+func TestFailfast(t *testing.T) {
+	c := newCluster(t, Options{Mode: Failfast, Idempotent: true, Retries: intp(5)})
+	ps := newProviders(100, 100, 100)
+	f := newFakeInvoker()
+	for _, p := range ps {
+		f.set(p.Addr, errRefused)
+	}
+	if _, err := c.Invoke(context.Background(), ps, nil, f.invoke); len(f.called()) != 1 || !errors.Is(err, errRefused) {
+		t.Fatalf("attempts %v, error %v", f.called(), err)
+	}
+	if m, err := ParseMode("failfast"); err != nil || m != Failfast || m.String() != "failfast" {
+		t.Errorf("ParseMode = %v, %v", m, err)
+	}
+	if _, err := ParseMode("failsafe"); err == nil {
+		t.Error("unknown mode accepted")
+	}
+}
+
+func TestNoProvider(t *testing.T) {
+	c := newCluster(t, Options{})
+	f := newFakeInvoker()
+	if _, err := c.Invoke(context.Background(), nil, &Call{}, f.invoke); !errors.Is(err, ErrNoProvider) {
+		t.Errorf("empty list: %v", err)
+	}
+	ps := newProviders(100, 100)
+	readonly := &Call{Exclude: func(*Provider) bool { return true }}
+	if _, err := c.Invoke(context.Background(), ps, readonly, f.invoke); !errors.Is(err, ErrNoProvider) || errors.Is(err, ErrBreakerOpen) {
+		t.Errorf("all excluded by the caller: %v", err)
+	}
+	skipFirst := &Call{Exclude: func(p *Provider) bool { return p == ps[0] }}
+	for range 20 {
+		if v, err := c.Invoke(context.Background(), ps, skipFirst, f.invoke); err != nil || v != "ok "+ps[1].Addr {
+			t.Fatalf("with the first excluded: %v, %v", v, err)
+		}
+	}
+	if len(f.called()) != 20 {
+		t.Errorf("calls %v", f.called())
+	}
+	// The caller's Exclude is asked about the chosen provider, not all of them.
+	many := newProviders(100, 100, 100, 100, 100, 100, 100, 100, 100, 100)
+	asked := 0
+	counting := &Call{Exclude: func(*Provider) bool { asked++; return false }}
+	for range 50 {
+		if _, err := c.Invoke(context.Background(), many, counting, f.invoke); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if asked != 50 {
+		t.Errorf("Exclude called %d times for 50 calls", asked)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	for _, opts := range []Options{
+		{Policy: "fastest"},
+		{Retries: intp(-1)},
+		{Mode: Mode(7)},
+		{Breaker: BreakerOptions{FailureRate: 1.5}},
+		{RouteBreaker: BreakerOptions{ConsecutiveFailures: -1}},
+	} {
+		if c, err := New(opts); err == nil {
+			c.Close()
+			t.Errorf("New(%+v) accepted", opts)
+		}
+	}
+}
+
+func TestProviderBreaker(t *testing.T) {
+	clock := newFakeClock()
+	reg := prometheus.NewRegistry()
+	c := newCluster(t, Options{
+		Mode:    Failfast,
+		Policy:  "roundrobin",
+		Now:     clock.Now,
+		Metrics: NewMetrics(reg),
+		Breaker: BreakerOptions{ConsecutiveFailures: 3, CoolDown: 10 * time.Second},
+	})
+	ps := newProviders(100, 100)
+	a, b := ps[0].Addr, ps[1].Addr
+	f := newFakeInvoker()
+	f.set(a, errRefused)
+	state := func(addr string) BreakerState {
+		for _, s := range c.Breakers() {
+			if s.Scope == ScopeProvider && s.Key == addr {
+				return s.State
+			}
+		}
+		t.Fatalf("no breaker for %s in %+v", addr, c.Breakers())
+		return 0
+	}
+	labels := func(to string) map[string]string {
+		return map[string]string{"route": "users", "scope": "provider", "key": a, "to": to}
+	}
+	// Round-robin alternates a, b: three failures on a in six calls.
+	for range 6 {
+		c.Invoke(context.Background(), ps, nil, f.invoke)
+	}
+	if state(a) != BreakerOpen || state(b) != BreakerClosed {
+		t.Fatalf("states %+v", c.Breakers())
+	}
+	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": a}); got != 1 {
+		t.Errorf("state gauge %v, want 1", got)
+	}
+	// While open, a is left out: everything goes to b.
+	f.reset()
+	for range 10 {
+		if _, err := c.Invoke(context.Background(), ps, nil, f.invoke); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, addr := range f.called() {
+		if addr != b {
+			t.Fatalf("open provider called: %v", f.called())
+		}
+	}
+	// With only a, the call fails at once.
+	f.reset()
+	if _, err := c.Invoke(context.Background(), ps[:1], nil, f.invoke); !errors.Is(err, ErrBreakerOpen) || len(f.called()) != 0 {
+		t.Fatalf("only open provider: %v, calls %v", err, f.called())
+	}
+	// After the cool-down a probe goes through; it fails: open again for another cool-down.
+	clock.Advance(10 * time.Second)
+	if _, err := c.Invoke(context.Background(), ps[:1], nil, f.invoke); !errors.Is(err, errRefused) {
+		t.Fatalf("probe: %v", err)
+	}
+	if state(a) != BreakerOpen {
+		t.Fatalf("after a failed probe: %v", state(a))
+	}
+	clock.Advance(9 * time.Second)
+	if _, err := c.Invoke(context.Background(), ps[:1], nil, f.invoke); !errors.Is(err, ErrBreakerOpen) {
+		t.Fatalf("within the second cool-down: %v", err)
+	}
+	// The provider recovers: the next probe closes the breaker.
+	clock.Advance(time.Second)
+	f.set(a, nil)
+	if _, err := c.Invoke(context.Background(), ps[:1], nil, f.invoke); err != nil {
+		t.Fatalf("successful probe: %v", err)
+	}
+	if state(a) != BreakerClosed {
+		t.Fatalf("after a successful probe: %v", state(a))
+	}
+	for to, want := range map[string]float64{"open": 2, "half_open": 2, "closed": 1} {
+		if got := metricValue(t, reg, "dubbogw_cluster_breaker_transitions_total", labels(to)); got != want {
+			t.Errorf("transitions to %s: %v, want %v", to, got, want)
+		}
+	}
+	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": a}); got != 0 {
+		t.Errorf("state gauge %v, want 0", got)
+	}
+}
+
+func TestBreakerFailureRate(t *testing.T) {
+	clock := newFakeClock()
+	c := newCluster(t, Options{
+		Mode:    Failfast,
+		Now:     clock.Now,
+		Breaker: BreakerOptions{FailureRate: 0.5, MinRequests: 10, Window: 10 * time.Second},
+	})
+	ps := newProviders(100)
+	f := newFakeInvoker()
+	call := func(err error) {
+		f.set(ps[0].Addr, err)
+		c.Invoke(context.Background(), ps, nil, f.invoke)
+		clock.Advance(100 * time.Millisecond)
+	}
+	// Old failures slide out of the window.
+	for range 9 {
+		call(errRefused)
+	}
+	clock.Advance(10 * time.Second)
+	for range 5 {
+		call(nil)
+	}
+	for range 4 {
+		call(errRefused)
+	}
+	st := c.Breakers()[0]
+	if st.State != BreakerClosed || st.WindowRequests != 9 || st.WindowFailures != 4 {
+		t.Fatalf("below the minimum: %+v", st)
+	}
+	call(errRefused) // 10 calls, 5 failed
+	if st := c.Breakers()[0]; st.State != BreakerOpen || st.OpenUntil.IsZero() {
+		t.Fatalf("at 50%%: %+v", st)
+	}
+}
+
+func TestBreakerHalfOpenProbes(t *testing.T) {
+	clock := newFakeClock()
+	c := newCluster(t, Options{
+		Mode:    Failfast,
+		Now:     clock.Now,
+		Breaker: BreakerOptions{ConsecutiveFailures: 1, CoolDown: time.Second, HalfOpenProbes: 2},
+	})
+	ps := newProviders(100)
+	f := newFakeInvoker()
+	f.set(ps[0].Addr, errRefused)
+	c.Invoke(context.Background(), ps, nil, f.invoke)
+	clock.Advance(time.Second)
+
+	// Two probes hold the provider; a third call is refused.
+	release := make(chan struct{})
+	entered := make(chan struct{}, 2)
+	blocking := func(ctx context.Context, p *Provider) (any, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+			return "ok", nil
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("test timed out")
+		}
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := c.Invoke(context.Background(), ps, nil, blocking)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		select {
+		case <-entered:
+		case <-time.After(10 * time.Second):
+			t.Fatal("probes did not start")
+		}
+	}
+	if st := c.Breakers()[0]; st.State != BreakerHalfOpen || st.ProbesInFlight != 2 {
+		t.Fatalf("with two probes in flight: %+v", st)
+	}
+	if _, err := c.Invoke(context.Background(), ps, nil, f.invoke); !errors.Is(err, ErrBreakerOpen) {
+		t.Fatalf("third call: %v", err)
+	}
+	close(release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := c.Breakers()[0]; st.State != BreakerClosed {
+		t.Fatalf("after two successful probes: %+v", st)
+	}
+}
+
+func TestBreakerHalfOpenNeedsAllProbes(t *testing.T) {
+	clock := newFakeClock()
+	b := newBreaker(ScopeProvider, "a", BreakerOptions{ConsecutiveFailures: 1, CoolDown: time.Second, HalfOpenProbes: 2, MinRequests: 1, Window: time.Second}, nil)
+	clk := func() *lazyClock { return &lazyClock{clock: clock.Now} }
+	t0, _ := b.allow(clk())
+	b.record(t0, true, clock.Now().UnixNano())
+	clock.Advance(time.Second)
+	p1, ok1 := b.allow(clk())
+	p2, ok2 := b.allow(clk())
+	if _, ok3 := b.allow(clk()); !ok1 || !ok2 || ok3 || !p1.probe || !p2.probe {
+		t.Fatalf("probe admission %v %v %v", ok1, ok2, ok3)
+	}
+	b.record(p1, false, clock.Now().UnixNano())
+	if b.state() != BreakerHalfOpen {
+		t.Fatalf("one success of two closed it: %v", b.state())
+	}
+	// A canceled probe gives its slot back.
+	b.release(p2)
+	p3, ok := b.allow(clk())
+	if !ok {
+		t.Fatal("released slot not reusable")
+	}
+	b.record(p3, false, clock.Now().UnixNano())
+	if b.state() != BreakerClosed {
+		t.Fatalf("after two successes: %v", b.state())
+	}
+	// An outcome from before the transitions is ignored.
+	b.record(t0, true, clock.Now().UnixNano())
+	if b.state() != BreakerClosed {
+		t.Fatalf("stale failure opened it: %v", b.state())
+	}
+}
+
+func TestRouteBreaker(t *testing.T) {
+	clock := newFakeClock()
+	reg := prometheus.NewRegistry()
+	c := newCluster(t, Options{
+		Route:        "orders",
+		Now:          clock.Now,
+		Metrics:      NewMetrics(reg),
+		RouteBreaker: BreakerOptions{ConsecutiveFailures: 2, CoolDown: 5 * time.Second},
+	})
+	ps := newProviders(100, 100, 100)
+	f := newFakeInvoker()
+	for _, p := range ps {
+		f.set(p.Addr, errRefused)
+	}
+	for range 2 { // each call fails after its 3 attempts: 2 route failures
+		if _, err := c.Invoke(context.Background(), ps, nil, f.invoke); !errors.Is(err, errRefused) {
+			t.Fatal(err)
+		}
+	}
+	f.reset()
+	if _, err := c.Invoke(context.Background(), ps, nil, f.invoke); !errors.Is(err, ErrBreakerOpen) || len(f.called()) != 0 {
+		t.Fatalf("open route: %v, calls %v", err, f.called())
+	}
+	st := c.Breakers()[0]
+	if st.Scope != ScopeRoute || st.Key != "orders" || st.State != BreakerOpen {
+		t.Fatalf("route breaker %+v", st)
+	}
+	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"scope": "route", "key": "orders"}); got != 1 {
+		t.Errorf("route state gauge %v", got)
+	}
+	// A business error is an answer: it closes the half-open route.
+	clock.Advance(5 * time.Second)
+	f.set(ps[0].Addr, errBiz)
+	f.set(ps[1].Addr, errBiz)
+	f.set(ps[2].Addr, errBiz)
+	if _, err := c.Invoke(context.Background(), ps, nil, f.invoke); !errors.Is(err, errBiz) {
+		t.Fatal(err)
+	}
+	if st := c.Breakers()[0]; st.State != BreakerClosed {
+		t.Fatalf("after the probe: %+v", st)
+	}
+	// No provider is not the route's failure.
+	for range 3 {
+		c.Invoke(context.Background(), nil, nil, f.invoke)
+	}
+	if st := c.Breakers()[0]; st.State != BreakerClosed {
+		t.Fatalf("after no-provider calls: %+v", st)
+	}
+}
+
+func TestBreakersAcrossSnapshots(t *testing.T) {
+	clock := newFakeClock()
+	reg := prometheus.NewRegistry()
+	c := newCluster(t, Options{Mode: Failfast, Now: clock.Now, Metrics: NewMetrics(reg), Breaker: BreakerOptions{ConsecutiveFailures: 1}})
+	ps := newProviders(100, 100)
+	f := newFakeInvoker()
+	f.set(ps[0].Addr, errRefused)
+	c.Invoke(context.Background(), ps[:1], nil, f.invoke)
+	// A new snapshot with the same address keeps its open breaker.
+	next := copyProviders(ps)
+	if _, err := c.Invoke(context.Background(), next[:1], nil, f.invoke); !errors.Is(err, ErrBreakerOpen) {
+		t.Fatalf("new snapshot: %v", err)
+	}
+	// Once the address is in neither of the last two snapshots, its breaker and series go.
+	c.Invoke(context.Background(), next[1:], nil, f.invoke)
+	c.Invoke(context.Background(), copyProviders(next[1:]), nil, f.invoke)
+	for _, st := range c.Breakers() {
+		if st.Key == ps[0].Addr {
+			t.Fatalf("breaker of a removed provider kept: %+v", c.Breakers())
+		}
+	}
+	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": ps[0].Addr}); got != -1 {
+		t.Errorf("series of a removed provider kept: %v", got)
+	}
+	c.Close()
+	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": ps[1].Addr}); got != -1 {
+		t.Errorf("series kept after Close: %v", got)
+	}
+}
+
+func TestMetricsSharedAcrossReload(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	opts := Options{Route: "users", Metrics: m, Logger: quietLogger(), Breaker: BreakerOptions{ConsecutiveFailures: 1}}
+	old, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := newProviders(100)
+	f := newFakeInvoker()
+	old.Invoke(context.Background(), ps, nil, f.invoke)
+	opts.Policy = "roundrobin"
+	renewed, err := New(opts) // the reloaded route, with another policy
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed.Invoke(context.Background(), ps, nil, f.invoke)
+	old.Close()
+	if got := metricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users", "policy": "random"}); got != -1 {
+		t.Errorf("old policy's selections after the old cluster closed: %v, want none", got)
+	}
+	if got := metricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users", "policy": "roundrobin"}); got != 1 {
+		t.Errorf("selections after the old cluster closed: %v, want 1", got)
+	}
+	old.Close() // twice: harmless
+	if got := metricValue(t, reg, "dubbogw_cluster_retries_total", map[string]string{"route": "users"}); got != 0 {
+		t.Errorf("retries series after the old cluster closed twice: %v, want 0", got)
+	}
+	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": ps[0].Addr}); got != 0 {
+		t.Errorf("breaker series after the old cluster closed: %v", got)
+	}
+	renewed.Close()
+	if got := metricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users"}); got != -1 {
+		t.Errorf("selections kept after both closed: %v", got)
+	}
+}
+
+// TestInvokeConcurrent runs calls from many goroutines while the snapshot
+// changes and providers fail, for the race detector, then checks the
+// books balance.
+func TestInvokeConcurrent(t *testing.T) {
+	for _, policy := range []string{"random", "roundrobin", "leastactive", "consistenthash", "p2c"} {
+		t.Run(policy, func(t *testing.T) {
+			c := newCluster(t, Options{
+				Policy:       policy,
+				Idempotent:   true,
+				Breaker:      BreakerOptions{ConsecutiveFailures: 3, CoolDown: time.Millisecond},
+				RouteBreaker: BreakerOptions{FailureRate: 0.9, MinRequests: 1000},
+			})
+			snapshots := [][]*Provider{newProviders(100, 100, 100, 100), newProviders(100, 50, 100)}
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					for i := range 300 {
+						ps := snapshots[(i/50+g)%2]
+						c.Invoke(context.Background(), ps, &Call{HashKey: fmt.Sprint(i)}, func(ctx context.Context, p *Provider) (any, error) {
+							if (i+g)%5 == 0 {
+								return nil, errRefused
+							}
+							return "ok", nil
+						})
+					}
+				})
+			}
+			wg.Wait()
+			for _, ps := range snapshots {
+				for _, p := range ps {
+					if a := c.Stats().Active(p.Addr); a != 0 {
+						t.Errorf("%s: %d calls still counted active", p.Addr, a)
+					}
+				}
+			}
+		})
+	}
+}
