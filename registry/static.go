@@ -1,0 +1,62 @@
+package registry
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/dubbogw/dubbogw/cluster"
+)
+
+// Static is a registry whose providers are listed in the configuration.
+type Static struct {
+	urls      map[string][]*ProviderURL // interface → providers
+	providers map[*ProviderURL]*cluster.Provider
+	dirs      directories
+}
+
+// NewStatic builds a static registry from interface → provider URLs.
+func NewStatic(providers map[string][]string) (*Static, error) {
+	s := &Static{urls: make(map[string][]*ProviderURL, len(providers)), providers: map[*ProviderURL]*cluster.Provider{}}
+	for iface, list := range providers {
+		for i, raw := range list {
+			u, err := ParseProviderURL(raw)
+			if err != nil {
+				return nil, fmt.Errorf("providers[%q][%d]: %w", iface, i, err)
+			}
+			if u.Interface == "" {
+				u.Interface = iface
+			}
+			p, err := u.Provider()
+			if err != nil {
+				return nil, fmt.Errorf("providers[%q][%d]: %w", iface, i, err)
+			}
+			s.providers[u] = p
+			s.urls[iface] = append(s.urls[iface], u)
+		}
+	}
+	return s, nil
+}
+
+// Subscribe returns key's directory: the listed providers that match it.
+func (s *Static) Subscribe(key ServiceKey) *Directory {
+	return s.dirs.acquire(key, func(d *Directory) {
+		var ps []*ProviderURL
+		for _, u := range s.urls[key.Interface] {
+			if u.Matches(key) {
+				ps = append(ps, u)
+			}
+		}
+		sort.Slice(ps, func(i, j int) bool { return ps[i].Addr < ps[j].Addr })
+		out := make([]*cluster.Provider, 0, len(ps))
+		for _, u := range ps {
+			out = append(out, s.providers[u])
+		}
+		d.set(out)
+	})
+}
+
+// Directories reports the live directories.
+func (s *Static) Directories() []DirectoryStatus { return s.dirs.status() }
+
+// Close releases nothing: a static registry holds no connection.
+func (s *Static) Close() error { return nil }
