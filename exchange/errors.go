@@ -17,10 +17,13 @@ const (
 	CodeTooLarge         = "PAYLOAD_TOO_LARGE"   // 413
 	CodeRateLimited      = "RATE_LIMITED"        // 429
 	CodeInternal         = "INTERNAL"            // 500
+	CodeDubboException   = "DUBBO_EXCEPTION"     // 500 (or the route's exception_status): the provider's method threw
 	CodeBadGateway       = "BAD_GATEWAY"         // 502
 	CodeNoProvider       = "NO_PROVIDER"         // 503
 	CodeNoHealthyTarget  = "NO_HEALTHY_UPSTREAM" // 503
 	CodeShed             = "SHED"                // 503
+	CodeBreakerOpen      = "BREAKER_OPEN"        // 503
+	CodeOverloaded       = "UPSTREAM_OVERLOADED" // 503: the provider, or the connection to it, is at its limit
 	CodeDraining         = "DRAINING"            // 503
 	CodeTimeout          = "TIMEOUT"             // 504
 	CodeClientClosed     = "CLIENT_CLOSED"       // 499 (logged only; nobody reads the answer)

@@ -2,14 +2,17 @@ package gateway
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"sort"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/proxy"
+	"github.com/dubbogw/dubbogw/registry"
 )
 
 // adminHandler serves the admin listener. /livez depends on nothing: no
@@ -29,6 +32,7 @@ func (g *Gateway) adminHandler(cfg *config.Config) http.Handler {
 	}))
 	mux.HandleFunc("GET /admin/routes", g.adminRoutes)
 	mux.HandleFunc("GET /admin/upstreams", g.adminUpstreams)
+	mux.HandleFunc("GET /admin/services", g.adminServices)
 	mux.HandleFunc("POST /admin/reload", g.adminReload)
 	if cfg.Admin.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -100,6 +104,23 @@ func (g *Gateway) adminUpstreams(w http.ResponseWriter, r *http.Request) {
 		out = append(out, view{Name: n, Policy: t.cfg.Upstreams[n].Policy, Targets: t.upstreams[n].Targets()})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"upstreams": out})
+}
+
+// adminServices lists, per registry, each subscribed service key with its
+// references and providers: a subscription leak shows here in minutes.
+func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
+	t := g.table.Load()
+	type view struct {
+		Registry string `json:"registry"`
+		registry.DirectoryStatus
+	}
+	out := []view{}
+	for _, name := range slices.Sorted(maps.Keys(t.registries)) {
+		for _, d := range t.registries[name].Directories() {
+			out = append(out, view{Registry: name, DirectoryStatus: d})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"services": out})
 }
 
 func (g *Gateway) adminReload(w http.ResponseWriter, r *http.Request) {

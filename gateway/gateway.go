@@ -12,14 +12,18 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/demo"
+	"github.com/dubbogw/dubbogw/dubbo"
+	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
 	"github.com/dubbogw/dubbogw/filter/accesslog"
 	"github.com/dubbogw/dubbogw/proxy"
 )
@@ -55,6 +59,8 @@ type Gateway struct {
 	stop     chan struct{} // closed by Shutdown: ends background goroutines
 
 	data, admin, demoHTTP *http.Server
+	demoDubbo             *dubbotest.Server
+	dubbo                 *dubbo.Client
 	dataLn, adminLn       net.Listener
 	hijacked              connSet
 	startCfg              *config.Config
@@ -84,18 +90,30 @@ func New(opts Options) (*Gateway, error) {
 			}
 			return 0
 		})
-	g.deps = deps{log: g.log, metrics: g.metrics, upstream: proxy.NewMetrics(g.registry)}
 	cfg, err := opts.Load()
 	if err != nil {
 		return nil, err
 	}
+	g.dubbo = dubbo.New(dubbo.Options{
+		ConnsPerAddr: cfg.Dubbo.ConnsPerAddr,
+		DialTimeout:  cfg.Dubbo.DialTimeout.D(),
+		Heartbeat:    cfg.Dubbo.Heartbeat.D(),
+		MaxPayload:   int(cfg.Dubbo.MaxPayload),
+		MaxPending:   cfg.Dubbo.MaxPending,
+		Logger:       g.log,
+		Registerer:   g.registry,
+	})
+	g.deps = deps{log: g.log, metrics: g.metrics, upstream: proxy.NewMetrics(g.registry), dubbo: g.dubbo,
+		cluster: cluster.NewMetrics(g.registry)}
 	t, err := buildTable(cfg, nil, g.deps)
 	if err != nil {
+		_ = g.dubbo.Close(context.Background())
 		return nil, err
 	}
 	al, err := accesslog.New(cfg.AccessLog)
 	if err != nil {
 		closeTable(t)
+		_ = g.dubbo.Close(context.Background())
 		return nil, err
 	}
 	g.accessLog.Store(al)
@@ -128,6 +146,14 @@ func closeTable(t *table) {
 	for _, u := range t.upstreams {
 		u.Close()
 	}
+	for _, r := range t.routes {
+		if r.dubbo != nil {
+			r.dubbo.Close()
+		}
+	}
+	for _, reg := range t.registries {
+		_ = reg.Close()
+	}
 }
 
 // Start binds the admin listener, the demo services and the data listener,
@@ -155,6 +181,18 @@ func (g *Gateway) Start(ctx context.Context) error {
 		}
 		g.demoHTTP = &http.Server{Handler: demo.HTTPHandler(), ReadHeaderTimeout: 5 * time.Second}
 		g.serveBackground("demo-http", g.demoHTTP, ln)
+	}
+
+	if cfg.Demo.Dubbo != "" {
+		g.demoDubbo = dubbotest.NewServer(g.log)
+		for _, svc := range dubbotest.DemoServices() {
+			g.demoDubbo.Register(svc)
+		}
+		addr, err := g.demoDubbo.Listen(ctx, cfg.Demo.Dubbo)
+		if err != nil {
+			return fmt.Errorf("demo dubbo provider: %w", err)
+		}
+		g.log.Info("listening", "listener", "demo-dubbo", "addr", addr.String())
 	}
 
 	if g.dataLn, err = lc.Listen(ctx, "tcp", cfg.Listen); err != nil {
@@ -280,6 +318,9 @@ func restartOnly(old, cfg *config.Config) []string {
 	if old.Demo != cfg.Demo {
 		out = append(out, "demo")
 	}
+	if !reflect.DeepEqual(clientPart(old.Dubbo), clientPart(cfg.Dubbo)) {
+		out = append(out, "dubbo (client settings; dubbo.types do apply)")
+	}
 	if old.Server.ReadHeaderTimeout != cfg.Server.ReadHeaderTimeout || old.Server.IdleTimeout != cfg.Server.IdleTimeout ||
 		old.Server.MaxHeaderBytes != cfg.Server.MaxHeaderBytes || !sameBool(old.Server.H2C, cfg.Server.H2C) {
 		out = append(out, "server (timeouts, max_header_bytes, h2c)")
@@ -288,6 +329,12 @@ func restartOnly(old, cfg *config.Config) []string {
 		out = append(out, "reload")
 	}
 	return out
+}
+
+// clientPart is the part of the Dubbo settings the long-lived client is built from.
+func clientPart(d config.DubboClient) config.DubboClient {
+	d.Types = nil
+	return d
 }
 
 func (g *Gateway) applyLogLevel(cfg *config.Config) {
@@ -333,12 +380,23 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}
 		cancel()
 	}
-	if g.demoHTTP != nil {
-		_ = g.demoHTTP.Close()
-	}
 	t := g.table.Load()
 	t.retire()
 	closeTable(t)
+	// Dubbo connections close after their last response.
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if err := g.dubbo.Close(cctx); err != nil {
+		errs = append(errs, fmt.Errorf("closing dubbo client: %w", err))
+	}
+	cancel()
+	if g.demoHTTP != nil {
+		_ = g.demoHTTP.Close()
+	}
+	if g.demoDubbo != nil {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_ = g.demoDubbo.Close(dctx)
+		cancel()
+	}
 	if g.admin != nil {
 		actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = g.admin.Shutdown(actx)

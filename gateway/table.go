@@ -4,16 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/netip"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/dubbo"
+	"github.com/dubbogw/dubbogw/dubboroute"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/filter"
 	"github.com/dubbogw/dubbogw/filter/cors"
@@ -21,6 +26,7 @@ import (
 	"github.com/dubbogw/dubbogw/filter/ipfilter"
 	"github.com/dubbogw/dubbogw/filter/rewrite"
 	"github.com/dubbogw/dubbogw/proxy"
+	"github.com/dubbogw/dubbogw/registry"
 	"github.com/dubbogw/dubbogw/router"
 )
 
@@ -33,6 +39,7 @@ type route struct {
 	metrics  *routeMetrics
 	filters  []string
 	upstream string
+	dubbo    *dubboroute.Handler // set for Dubbo routes; holds directories until closed
 }
 
 // table is an immutable snapshot of everything a request needs: built from
@@ -44,6 +51,7 @@ type table struct {
 	router      *router.Router[*route]
 	routes      []*route
 	upstreams   map[string]*proxy.Upstream
+	registries  map[string]registry.Registry
 	trusted     []netip.Prefix
 	reqIDHeader string
 	trustReqID  bool
@@ -61,6 +69,8 @@ type deps struct {
 	log      *slog.Logger
 	metrics  *metrics
 	upstream *proxy.Metrics
+	dubbo    *dubbo.Client // nil in Check: routes are compiled, never called
+	cluster  *cluster.Metrics
 }
 
 // buildTable compiles cfg. Upstreams whose config is unchanged are taken over
@@ -70,6 +80,7 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 	t := &table{
 		cfg:         cfg,
 		upstreams:   make(map[string]*proxy.Upstream, len(cfg.Upstreams)),
+		registries:  make(map[string]registry.Registry, len(cfg.Registries)),
 		reqIDHeader: http.CanonicalHeaderKey(cfg.RequestID.Header),
 		trustReqID:  cfg.RequestID.TrustIncoming == nil || *cfg.RequestID.TrustIncoming,
 		drained:     make(chan struct{}),
@@ -81,10 +92,19 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		t.reqIDHeader = "X-Request-Id"
 	}
 	var created []*proxy.Upstream
+	var createdRegs []registry.Registry
 	defer func() {
 		if err != nil {
 			for _, u := range created {
 				u.Close()
+			}
+			for _, rt := range t.routes {
+				if rt.dubbo != nil {
+					rt.dubbo.Close()
+				}
+			}
+			for _, r := range createdRegs {
+				_ = r.Close()
 			}
 		}
 	}()
@@ -113,6 +133,22 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		t.upstreams[name] = u
 	}
 
+	for _, name := range slices.Sorted(maps.Keys(cfg.Registries)) {
+		rcfg := cfg.Registries[name]
+		if old != nil {
+			if prev, ok := old.registries[name]; ok && reflect.DeepEqual(old.cfg.Registries[name], rcfg) {
+				t.registries[name] = prev
+				continue
+			}
+		}
+		reg, err := newRegistry(rcfg)
+		if err != nil {
+			return nil, fmt.Errorf("registries.%s: %w", name, err)
+		}
+		createdRegs = append(createdRegs, reg)
+		t.registries[name] = reg
+	}
+
 	specs := make([]router.Spec[*route], 0, len(cfg.Routes))
 	for i, rc := range cfg.Routes {
 		rt, err := buildRoute(cfg, rc, t, d)
@@ -134,16 +170,36 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 
 // buildRoute compiles one route; errors start with the path below routes[i].
 func buildRoute(cfg *config.Config, rc *config.Route, t *table, d deps) (*route, error) {
-	u, ok := t.upstreams[rc.Upstream]
-	if !ok {
-		return nil, fmt.Errorf(".upstream: upstream %q is not defined", rc.Upstream)
+	var upstream http.Handler
+	var dh *dubboroute.Handler
+	if rc.Dubbo != nil {
+		var err error
+		dh, err = dubboroute.New(rc.Name, rc.Dubbo, dubboroute.Deps{
+			Client: d.dubbo, Registries: t.registries, Types: cfg.Dubbo.Types, Log: d.log, ClusterMetrics: d.cluster,
+		})
+		if err != nil {
+			return nil, fmt.Errorf(".dubbo.%w", err)
+		}
+		upstream = dh
+	} else {
+		u, ok := t.upstreams[rc.Upstream]
+		if !ok {
+			return nil, fmt.Errorf(".upstream: upstream %q is not defined", rc.Upstream)
+		}
+		upstream = u.Handler(time.Duration(rc.Timeout))
 	}
 	params := paramNames(rc.Match.Path)
 	var chain []filter.Filter
 	var names []string
+	closeDubbo := func() {
+		if dh != nil {
+			dh.Close()
+		}
+	}
 	for j, fc := range cfg.DefaultFilters {
 		f, name, err := buildFilter(fc, params)
 		if err != nil {
+			closeDubbo()
 			return nil, fmt.Errorf(" (default_filters[%d].%s): %w", j, name, err)
 		}
 		chain, names = append(chain, f), append(names, name)
@@ -151,6 +207,7 @@ func buildRoute(cfg *config.Config, rc *config.Route, t *table, d deps) (*route,
 	for j, fc := range rc.Filters {
 		f, name, err := buildFilter(fc, params)
 		if err != nil {
+			closeDubbo()
 			return nil, fmt.Errorf(".filters[%d].%s: %w", j, name, err)
 		}
 		chain, names = append(chain, f), append(names, name)
@@ -162,12 +219,22 @@ func buildRoute(cfg *config.Config, rc *config.Route, t *table, d deps) (*route,
 	return &route{
 		name:     rc.Name,
 		cfg:      rc,
-		handler:  filter.Chain(u.Handler(time.Duration(rc.Timeout)), chain...),
+		handler:  filter.Chain(upstream, chain...),
 		maxBody:  maxBody,
 		metrics:  d.metrics.forRoute(rc.Name),
 		filters:  names,
 		upstream: rc.Upstream,
+		dubbo:    dh,
 	}, nil
+}
+
+// newRegistry builds a registry from its config.
+func newRegistry(c *config.Registry) (registry.Registry, error) {
+	switch c.Type {
+	case "static", "":
+		return registry.NewStatic(c.Providers)
+	}
+	return nil, fmt.Errorf("type: unknown registry type %q", c.Type)
 }
 
 // buildFilter builds the one filter an entry names.
@@ -252,6 +319,16 @@ func releaseAfterDrain(old, next *table, limit time.Duration, m *metrics, log *s
 	}
 	for _, u := range gone {
 		u.Close()
+	}
+	for _, r := range old.routes {
+		if r.dubbo != nil {
+			r.dubbo.Close()
+		}
+	}
+	for name, reg := range old.registries {
+		if next == nil || next.registries[name] != reg {
+			_ = reg.Close()
+		}
 	}
 	for _, name := range goneRoutes {
 		m.forget(name)

@@ -1,0 +1,73 @@
+package dubboroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/dubbo"
+	"github.com/dubbogw/dubbogw/dubbo/protocol"
+)
+
+// newCluster builds the route's cluster: policy, mode, retries and breakers.
+func newCluster(route string, cfg *config.DubboRoute, d Deps) (*cluster.Cluster, error) {
+	mode, err := cluster.ParseMode(cfg.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	var breaker cluster.BreakerOptions
+	if b := cfg.Breaker; b.Enabled == nil || *b.Enabled {
+		breaker = cluster.BreakerOptions{
+			ConsecutiveFailures: b.MaxFailures,
+			MinRequests:         b.MinRequests,
+			Window:              b.Window.D(),
+			CoolDown:            b.OpenFor.D(),
+			HalfOpenProbes:      b.HalfOpenProbes,
+		}
+		if b.FailureRatio != nil {
+			breaker.FailureRate = *b.FailureRatio
+		}
+	}
+	c, err := cluster.New(cluster.Options{
+		Route:        route,
+		Policy:       cfg.LoadBalance,
+		Mode:         mode,
+		Retries:      cfg.Retries,
+		Idempotent:   cfg.Idempotent != nil && *cfg.Idempotent,
+		Classify:     classify,
+		Breaker:      breaker,
+		RouteBreaker: breaker,
+		Metrics:      d.ClusterMetrics,
+		Logger:       d.Log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loadbalance: %w", err)
+	}
+	return c, nil
+}
+
+// classify tells the cluster which failures may be retried elsewhere:
+// nothing ran when the connection failed or the provider refused the call
+// for load or an unexported service; a business exception is the method's
+// answer (never retried, and no sign of an unhealthy provider); a request
+// the gateway could not encode is the client's mistake, the same everywhere.
+func classify(err error) cluster.Class {
+	var (
+		se *dubbo.StatusError
+		be *dubbo.BusinessError
+		ae *argError
+	)
+	switch {
+	case errors.As(err, &ae), errors.As(err, &be):
+		return cluster.Business
+	case errors.Is(err, context.Canceled):
+		return cluster.Canceled
+	case errors.Is(err, dubbo.ErrConnect), errors.Is(err, dubbo.ErrOverloaded):
+		return cluster.NotExecuted
+	case errors.As(err, &se) && (se.Status == protocol.StatusThreadpoolExhausted || se.Status == protocol.StatusServiceNotFound):
+		return cluster.NotExecuted
+	}
+	return cluster.MaybeExecuted
+}

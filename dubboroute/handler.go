@@ -1,0 +1,298 @@
+// Package dubboroute turns HTTP requests into Dubbo calls and their results
+// into JSON responses: the upstream of a route with a `dubbo:` section. It
+// maps request parts to Java-typed arguments (hessian/jsonbridge), finds
+// providers through a registry directory, chooses one through the cluster
+// (load balancing, failover, breakers) and calls it with the dubbo client.
+package dubboroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/dubbo"
+	"github.com/dubbogw/dubbogw/dubbo/protocol"
+	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
+	"github.com/dubbogw/dubbogw/registry"
+)
+
+// Deps are the process-wide parts a Dubbo route uses.
+type Deps struct {
+	Client     *dubbo.Client
+	Registries map[string]registry.Registry
+	// Types are DTO field types shared by every route (dubbo.types).
+	Types map[string]map[string]string
+	// ClusterMetrics receives load-balancing and breaker metrics; nil: none.
+	ClusterMetrics *cluster.Metrics
+	Log            *slog.Logger
+}
+
+// Handler serves one Dubbo route.
+type Handler struct {
+	route    string
+	cfg      *config.DubboRoute
+	client   *dubbo.Client
+	log      *slog.Logger
+	enc      *jsonbridge.Encoder
+	jsonOpts jsonbridge.DecodeOptions
+	cluster  *cluster.Cluster
+	timeout  time.Duration
+
+	// A method route:
+	dir        *registry.Directory
+	params     []param
+	bodyMode   bodyMode
+	bodyParams int
+	bodyTypes  []*jsonbridge.Type
+	paramTypes []string // erased Java names, for $invoke and descriptors
+
+	// A pass-through route:
+	reg         registry.Registry
+	passthrough *passthrough
+}
+
+// New compiles a route's Dubbo section. Release the handler with Close.
+func New(route string, cfg *config.DubboRoute, d Deps) (*Handler, error) {
+	reg, ok := d.Registries[cfg.Registry]
+	if !ok {
+		return nil, fmt.Errorf("registry: %q is not defined", cfg.Registry)
+	}
+	schema := jsonbridge.Schema{}
+	for class, fields := range d.Types {
+		schema[class] = fields
+	}
+	for class, fields := range cfg.Types {
+		schema[class] = fields
+	}
+	enc, err := jsonbridge.NewEncoder(jsonbridge.EncodeOptions{Generic: *cfg.Generic, Schema: schema})
+	if err != nil {
+		return nil, fmt.Errorf("types: %w", err)
+	}
+	h := &Handler{
+		route:   route,
+		cfg:     cfg,
+		client:  d.Client,
+		log:     d.Log,
+		enc:     enc,
+		timeout: cfg.Timeout.D(),
+		jsonOpts: jsonbridge.DecodeOptions{
+			KeepClass: cfg.Result.KeepClass, LongAsNumber: cfg.Result.LongAsNumber, BigAsNumber: cfg.Result.BigAsNumber,
+		},
+	}
+	if h.cluster, err = newCluster(route, cfg, d); err != nil {
+		return nil, err
+	}
+	if cfg.Passthrough != nil {
+		h.reg = reg
+		h.passthrough = newPassthrough(cfg.Passthrough.Allow, reg)
+		return h, nil
+	}
+	if h.params, h.bodyMode, err = compileParams(enc, cfg.Params); err != nil {
+		return nil, err
+	}
+	for i := range h.params {
+		h.paramTypes = append(h.paramTypes, h.params[i].erased)
+		if h.params[i].from == config.FromBody && len(h.params[i].pointer) == 0 {
+			h.bodyParams++
+			h.bodyTypes = append(h.bodyTypes, h.params[i].typ)
+		}
+	}
+	if !*cfg.Generic {
+		if _, err := protocol.Descriptor(h.paramTypes); err != nil {
+			return nil, fmt.Errorf("params: %w", err)
+		}
+	}
+	// One directory per service key, shared with every other route calling
+	// the same service; a service with no provider keeps its one directory.
+	h.dir = reg.Subscribe(registry.ServiceKey{Interface: cfg.Interface, Group: cfg.Group, Version: cfg.Version})
+	return h, nil
+}
+
+// readonly excludes providers that announced they are shutting down.
+func (h *Handler) readonly(p *cluster.Provider) bool {
+	return h.client != nil && h.client.Readonly(p.Addr)
+}
+
+// Close releases the route's directories and cluster.
+func (h *Handler) Close() {
+	h.cluster.Close()
+	if h.dir != nil {
+		h.dir.Release()
+	}
+	if h.passthrough != nil {
+		h.passthrough.close()
+	}
+}
+
+// ServeHTTP calls the route's method with the request's arguments.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.passthrough != nil {
+		h.servePassthrough(w, r)
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		h.writeErr(w, r, err)
+		return
+	}
+	a, aerr := h.resolve(r, body)
+	if aerr != nil {
+		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, aerr.msg)
+		return
+	}
+	inv := &dubbo.Invocation{
+		Interface: h.cfg.Interface, Version: h.cfg.Version, Group: h.cfg.Group, Method: h.cfg.Method,
+		ParamTypes: h.paramTypes, WriteArgs: a.write, Generic: *h.cfg.Generic,
+		Attachments: h.attachments(r),
+	}
+	h.call(w, r, h.dir, inv, h.hashKey(a))
+}
+
+// call runs the invocation through the cluster and writes the answer.
+func (h *Handler) call(w http.ResponseWriter, r *http.Request, dir *registry.Directory, inv *dubbo.Invocation, hashKey string) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	defer cancel()
+	info := exchange.From(r.Context())
+	providers := dir.Providers()
+	if len(providers) == 0 {
+		// No provider: answer at once; the directory stays subscribed and
+		// traffic flows as soon as one registers.
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider,
+			"no provider for "+dir.Key().String())
+		return
+	}
+	call := &cluster.Call{Method: inv.Method, HashKey: hashKey, Exclude: h.readonly}
+	res, err := h.cluster.Invoke(ctx, providers, call,
+		func(ctx context.Context, p *cluster.Provider) (any, error) {
+			if info != nil {
+				info.Upstream = "dubbo://" + p.Addr + "/" + dir.Key().String()
+			}
+			return h.client.Invoke(ctx, p.Addr, inv)
+		})
+	if err != nil {
+		h.writeErr(w, r, err)
+		return
+	}
+	result, _ := res.(*dubbo.Result)
+	var v any
+	if result != nil {
+		v = result.Value
+	}
+	out, err := jsonbridge.AppendJSON(make([]byte, 0, 512), v, &h.jsonOpts)
+	if err != nil {
+		exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway, "the result cannot be written as JSON: "+err.Error())
+		return
+	}
+	out = append(out, '\n')
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+}
+
+// attachments are the route's constant attachments plus the request id.
+func (h *Handler) attachments(r *http.Request) map[string]string {
+	m := make(map[string]string, len(h.cfg.Attachments)+1)
+	for k, v := range h.cfg.Attachments {
+		m[k] = v
+	}
+	if info := exchange.From(r.Context()); info != nil && info.RequestID != "" {
+		m["request-id"] = info.RequestID
+	}
+	return m
+}
+
+// hashKey renders the consistent-hash arguments.
+func (h *Handler) hashKey(a *args) string {
+	if h.cfg.LoadBalance != "consistenthash" {
+		return ""
+	}
+	var b strings.Builder
+	for _, i := range h.cfg.HashArguments {
+		if i < 0 || i >= len(h.params) {
+			continue
+		}
+		p := &h.params[i]
+		switch p.from {
+		case config.FromBody:
+			if a.raws != nil {
+				b.Write(a.raws[i])
+			} else {
+				b.Write(a.body)
+			}
+		case config.FromConstant:
+			b.WriteString(*p.value)
+		default:
+			s, _ := a.str(p)
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+// writeErr maps a failed call to the gateway's JSON error.
+func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		ae  *argError
+		be  *dubbo.BusinessError
+		se  *dubbo.StatusError
+		mbe *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &ae):
+		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, ae.msg)
+	case errors.As(err, &mbe):
+		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
+			fmt.Sprintf("request body exceeds the limit of %d bytes", mbe.Limit))
+	case errors.As(err, &be):
+		msg := "the provider threw an exception"
+		if be.Exception != nil {
+			msg = be.Exception.Class + ": " + be.Exception.Message
+		}
+		exchange.WriteError(w, r, h.cfg.ExceptionStatus, exchange.CodeDubboException, msg)
+	case errors.Is(err, cluster.ErrBreakerOpen):
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeBreakerOpen, "circuit breaker open for route "+h.route+": failing fast")
+	case errors.Is(err, cluster.ErrNoProvider):
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, err.Error())
+	case errors.As(err, &se):
+		switch se.Status {
+		case protocol.StatusClientTimeout, protocol.StatusServerTimeout:
+			exchange.WriteError(w, r, http.StatusGatewayTimeout, exchange.CodeTimeout, se.Error())
+		case protocol.StatusThreadpoolExhausted:
+			exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeOverloaded, se.Error())
+		default:
+			exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway, se.Error())
+		}
+	case errors.Is(err, dubbo.ErrOverloaded):
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeOverloaded, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		exchange.WriteError(w, r, http.StatusGatewayTimeout, exchange.CodeTimeout,
+			fmt.Sprintf("no answer from %s within %s", h.serviceName(), h.timeout))
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		if info := exchange.From(r.Context()); info != nil {
+			info.ErrorCode = exchange.CodeClientClosed
+		}
+	default:
+		h.log.Warn("dubbo call failed", "route", h.route, "error", err)
+		exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway, err.Error())
+	}
+}
+
+func (h *Handler) serviceName() string {
+	if h.dir != nil {
+		return h.dir.Key().String() + "." + h.cfg.Method
+	}
+	return "the provider"
+}
+
+// Breakers reports the route's circuit breakers, for the admin API.
+func (h *Handler) Breakers() []cluster.BreakerStatus { return h.cluster.Breakers() }

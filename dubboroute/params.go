@@ -1,0 +1,317 @@
+package dubboroute
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/hessian"
+	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
+)
+
+// param is one compiled method parameter: where its value comes from and
+// the Java type it becomes.
+type param struct {
+	index    int
+	from     string
+	name     string   // path/query/header name, or the body field
+	pointer  []string // decoded JSON pointer tokens (body)
+	value    *string  // constant, or default when absent
+	required bool
+	javaType string // as declared
+	erased   string // without generic arguments: what $invoke and descriptors name
+	typ      *jsonbridge.Type
+}
+
+// bodyMode is how a route reads the request body.
+type bodyMode int
+
+const (
+	bodyNone       bodyMode = iota // no parameter reads the body
+	bodyWhole                      // one parameter takes the whole body
+	bodyPositional                 // several take the elements of a JSON array body, in order
+	bodyFields                     // parameters read named fields or pointers
+)
+
+func compileParams(enc *jsonbridge.Encoder, cfgs []config.DubboParam) ([]param, bodyMode, error) {
+	ps := make([]param, len(cfgs))
+	unnamedBody := 0
+	mode := bodyNone
+	for i, c := range cfgs {
+		t, err := enc.Type(c.Type)
+		if err != nil {
+			return nil, 0, fmt.Errorf("params[%d].type: %w", i, err)
+		}
+		p := param{index: i, from: c.From, name: c.Name, value: c.Value, javaType: c.Type, erased: erase(c.Type), typ: t}
+		if c.Required != nil {
+			p.required = *c.Required
+		}
+		if primitives[c.Type] && c.Value == nil && c.From != config.FromConstant {
+			p.required = true // a Java primitive has no null to stand for "absent"
+		}
+		if c.From == config.FromBody {
+			switch {
+			case c.Pointer != "":
+				if p.pointer, err = parsePointer(c.Pointer); err != nil {
+					return nil, 0, fmt.Errorf("params[%d].pointer: %w", i, err)
+				}
+				mode = bodyFields
+			case c.Name != "":
+				p.pointer = []string{c.Name}
+				mode = bodyFields
+			default:
+				unnamedBody++
+			}
+		}
+		ps[i] = p
+	}
+	switch {
+	case unnamedBody == 1 && mode == bodyNone:
+		mode = bodyWhole
+	case unnamedBody > 1 && mode == bodyNone:
+		mode = bodyPositional
+	case unnamedBody > 0:
+		return nil, 0, errors.New("params: bind every body parameter by name or pointer, or none")
+	}
+	return ps, mode, nil
+}
+
+var primitives = map[string]bool{
+	"int": true, "long": true, "short": true, "byte": true,
+	"float": true, "double": true, "boolean": true, "char": true,
+}
+
+// erase drops generic arguments: "java.util.List<com.x.Item>" → "java.util.List".
+func erase(t string) string {
+	if i := strings.IndexByte(t, '<'); i >= 0 {
+		j := strings.LastIndexByte(t, '>')
+		if j > i {
+			return strings.TrimSpace(t[:i]) + strings.TrimSpace(t[j+1:])
+		}
+	}
+	return strings.TrimSpace(t)
+}
+
+// parsePointer splits an RFC 6901 JSON pointer into its decoded tokens.
+func parsePointer(p string) ([]string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return nil, fmt.Errorf("%q: a JSON pointer starts with /", p)
+	}
+	parts := strings.Split(p[1:], "/")
+	for i, s := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+	}
+	return parts, nil
+}
+
+// argError is a request the route cannot turn into arguments: a 400 naming the parameter.
+type argError struct{ msg string }
+
+func (e *argError) Error() string { return e.msg }
+
+func badArg(p *param, format string, args ...any) *argError {
+	return &argError{msg: fmt.Sprintf("parameter %d (%s %s): %s", p.index, p.javaType, p.source(), fmt.Sprintf(format, args...))}
+}
+
+func (p *param) source() string {
+	switch p.from {
+	case config.FromBody:
+		if len(p.pointer) > 0 {
+			return "from body /" + strings.Join(p.pointer, "/")
+		}
+		return "from body"
+	case config.FromConstant:
+		return "constant"
+	}
+	return "from " + p.from + " " + strconv.Quote(p.name)
+}
+
+// readBody reads the request body (the route's body limit applies upstream of here).
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	return io.ReadAll(r.Body)
+}
+
+// lookup returns the raw JSON at pointer inside body; found is false when a
+// token is missing. Invalid JSON is an error.
+func lookup(body []byte, pointer []string) (raw []byte, found bool, err error) {
+	cur := json.RawMessage(body)
+	for _, tok := range pointer {
+		cur = bytes.TrimSpace(cur)
+		if len(cur) == 0 {
+			return nil, false, nil
+		}
+		switch cur[0] {
+		case '{':
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(cur, &m); err != nil {
+				return nil, false, err
+			}
+			next, ok := m[tok]
+			if !ok {
+				return nil, false, nil
+			}
+			cur = next
+		case '[':
+			var a []json.RawMessage
+			if err := json.Unmarshal(cur, &a); err != nil {
+				return nil, false, err
+			}
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(a) {
+				return nil, false, nil
+			}
+			cur = a[i]
+		default:
+			return nil, false, nil
+		}
+	}
+	return cur, true, nil
+}
+
+// args is what one request's parameters resolved to, written into the call's
+// hessian stream by write.
+type args struct {
+	h     *Handler
+	r     *http.Request
+	body  []byte
+	raws  [][]byte // per parameter, for body fields
+	found []bool
+}
+
+// resolve checks every parameter's source before anything is sent, so a bad
+// request is a 400 and never reaches a provider.
+func (h *Handler) resolve(r *http.Request, body []byte) (*args, *argError) {
+	a := &args{h: h, r: r, body: body}
+	switch h.bodyMode {
+	case bodyWhole, bodyPositional:
+		if len(bytes.TrimSpace(body)) == 0 {
+			return nil, &argError{msg: "the request body is empty; this route takes its arguments from a JSON body"}
+		}
+	case bodyFields:
+		a.raws = make([][]byte, len(h.params))
+		a.found = make([]bool, len(h.params))
+		for i := range h.params {
+			p := &h.params[i]
+			if p.from != config.FromBody {
+				continue
+			}
+			raw, found, err := lookup(body, p.pointer)
+			if err != nil {
+				return nil, &argError{msg: "the request body is not valid JSON: " + err.Error()}
+			}
+			if !found && p.required && p.value == nil {
+				return nil, badArg(p, "missing")
+			}
+			a.raws[i], a.found[i] = raw, found
+		}
+	}
+	for i := range h.params {
+		p := &h.params[i]
+		if p.from == config.FromBody || p.from == config.FromConstant {
+			continue
+		}
+		if _, ok := a.str(p); !ok && p.required && p.value == nil {
+			return nil, badArg(p, "missing")
+		}
+	}
+	return a, nil
+}
+
+// str returns a path/query/header parameter's string.
+func (a *args) str(p *param) (string, bool) {
+	switch p.from {
+	case config.FromPath:
+		v := a.r.PathValue(p.name)
+		return v, v != ""
+	case config.FromQuery:
+		q := a.r.URL.Query()
+		if vs, ok := q[p.name]; ok && len(vs) > 0 {
+			if len(vs) > 1 {
+				// Repeated parameters make a JSON array for list and array types.
+				b, _ := json.Marshal(vs)
+				return string(b), true
+			}
+			return vs[0], true
+		}
+		return "", false
+	case config.FromHeader:
+		v := a.r.Header.Values(p.name)
+		if len(v) == 0 {
+			return "", false
+		}
+		return strings.Join(v, ","), true
+	}
+	return "", false
+}
+
+// write writes the arguments, in order, into e.
+func (a *args) write(e *hessian.Encoder) error {
+	h := a.h
+	switch h.bodyMode {
+	case bodyWhole:
+		for i := range h.params {
+			p := &h.params[i]
+			if p.from == config.FromBody {
+				if err := h.enc.Encode(e, a.body, p.typ); err != nil {
+					return paramErr(p, err)
+				}
+				continue
+			}
+			if err := a.writeOne(e, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	case bodyPositional:
+		if len(h.params) == h.bodyParams {
+			if err := h.enc.EncodeArgs(e, a.body, h.bodyTypes); err != nil {
+				return &argError{msg: "arguments from the body: " + err.Error()}
+			}
+			return nil
+		}
+		return errors.New("dubboroute: positional body mixed with other sources") // refused by config validation
+	}
+	for i := range h.params {
+		if err := a.writeOne(e, &h.params[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *args) writeOne(e *hessian.Encoder, p *param) error {
+	h := a.h
+	switch p.from {
+	case config.FromConstant:
+		return paramErr(p, h.enc.EncodeString(e, *p.value, p.typ))
+	case config.FromBody:
+		if a.found[p.index] {
+			return paramErr(p, h.enc.Encode(e, a.raws[p.index], p.typ))
+		}
+	default:
+		if s, ok := a.str(p); ok {
+			return paramErr(p, h.enc.EncodeString(e, s, p.typ))
+		}
+	}
+	if p.value != nil {
+		return paramErr(p, h.enc.EncodeString(e, *p.value, p.typ))
+	}
+	e.WriteNull()
+	return nil
+}
+
+func paramErr(p *param, err error) error {
+	if err == nil {
+		return nil
+	}
+	return badArg(p, "%v", err)
+}

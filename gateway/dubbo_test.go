@@ -1,0 +1,324 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+)
+
+// startProvider runs the demo Dubbo provider on loopback for one test.
+func startProvider(t *testing.T) string {
+	t.Helper()
+	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range dubbotest.DemoServices() {
+		s.Register(svc)
+	}
+	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Close(ctx)
+	})
+	return addr.String()
+}
+
+// dubboGW starts a gateway whose registry "demo" lists providers for the
+// demo interface, with the given routes.
+func dubboGW(t *testing.T, providers []string, routes string) *testGW {
+	t.Helper()
+	quoted := make([]string, len(providers))
+	for i, p := range providers {
+		quoted[i] = fmt.Sprintf("%q", p)
+	}
+	return startGW(t, fmt.Sprintf(`
+registries:
+  demo:
+    providers:
+      com.example.demo.UserService: [%s]
+      com.example.demo.NobodyService: []
+routes:
+%s`, strings.Join(quoted, ", "), routes))
+}
+
+const demoRoutes = `
+  - name: get-user
+    match: {methods: [GET], path: "/api/users/{id}"}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: getUser
+      params: [{type: java.lang.String, from: path, name: id}]
+  - name: get-user-typed
+    match: {methods: [GET], path: "/typed/users/{id}"}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: getUser
+      generic: false
+      params: [{type: java.lang.String, from: path, name: id}]
+  - name: list-users
+    match: {methods: [GET], path: /api/users}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: listUsers
+      params: [{type: int, from: query, name: limit, value: "3"}]
+  - name: create-user
+    match: {methods: [POST], path: /api/users}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: createUser
+      params: [{type: com.example.demo.User}]
+      types: {com.example.demo.User: {age: int}}
+  - name: greet-body-field
+    match: {methods: [POST], path: /greet/field}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: greet
+      params: [{type: java.lang.String, name: who}]
+  - name: greet-pointer
+    match: {methods: [POST], path: /greet/pointer}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: greet
+      params: [{type: java.lang.String, pointer: /person/name, value: nobody}]
+  - name: greet-header
+    match: {methods: [GET], path: /greet/header}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: greet
+      params: [{type: java.lang.String, from: header, name: X-Name, required: true}]
+  - name: greet-constant
+    match: {methods: [GET], path: /greet/constant}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: greet
+      params: [{type: java.lang.String, from: constant, value: "constant"}]
+  - name: greet-zero
+    match: {methods: [GET], path: /greet}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: greet
+  - name: fail
+    match: {methods: [GET], path: "/fail/{msg}"}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: fail
+      exception_status: 422
+      params: [{type: java.lang.String, from: path, name: msg}]
+  - name: slow
+    match: {methods: [GET], path: "/slow/{ms}"}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: slow
+      timeout: 200ms
+      retries: 0
+      params: [{type: int, from: path, name: ms}]
+  - name: nobody
+    match: {methods: [GET], path: /nobody}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.NobodyService
+      method: anything
+  - name: generic
+    match: {methods: [POST], path: "/dubbo/{interface}/{method}"}
+    dubbo:
+      registry: demo
+      passthrough: {allow: [com.example.demo.*]}
+`
+
+func TestDubboRoutes(t *testing.T) {
+	tg := dubboGW(t, []string{startProvider(t)}, demoRoutes)
+	okJSON := func(method, path, body, want string, hdr ...string) {
+		t.Helper()
+		var r answer
+		if body != "" {
+			r = do(t, method, tg.base+path, strings.NewReader(body), hdr...)
+		} else {
+			r = do(t, method, tg.base+path, nil, hdr...)
+		}
+		if r.status != 200 || r.header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s %s: %d %s", method, path, r.status, r.body)
+			return
+		}
+		if got := strings.TrimSpace(r.body); got != want {
+			t.Errorf("%s %s:\n got %s\nwant %s", method, path, got, want)
+		}
+	}
+	user42 := `{"id":"42","name":"user 42","age":30,"email":"42@example.com"}`
+	okJSON("GET", "/api/users/42", "", user42)
+	okJSON("GET", "/typed/users/42", "", user42)
+	okJSON("GET", "/api/users", "", `[{"id":"1","name":"user 1","age":30,"email":"1@example.com"},{"id":"2","name":"user 2","age":30,"email":"2@example.com"},{"id":"3","name":"user 3","age":30,"email":"3@example.com"}]`)
+	okJSON("GET", "/api/users?limit=1", "", `[{"id":"1","name":"user 1","age":30,"email":"1@example.com"}]`)
+	okJSON("GET", "/api/users?limit=0", "", `[]`)
+	okJSON("POST", "/api/users", `{"id":"7","name":"Ada","age":36,"email":"ada@example.com"}`, `{"id":"7","name":"Ada","age":36,"email":"ada@example.com"}`)
+	okJSON("POST", "/greet/field", `{"who":"field","other":1}`, `"Hello, field"`)
+	okJSON("POST", "/greet/pointer", `{"person":{"name":"pointer"}}`, `"Hello, pointer"`)
+	okJSON("GET", "/greet/header", "", `"Hello, header"`, "X-Name", "header")
+	okJSON("GET", "/greet/constant", "", `"Hello, constant"`)
+	okJSON("GET", "/greet", "", `"Hello, world"`) // zero-argument method
+	okJSON("POST", "/dubbo/com.example.demo.UserService/greet", `{"types":["java.lang.String"],"args":["pass"]}`, `"Hello, pass"`)
+	okJSON("POST", "/dubbo/com.example.demo.UserService/greet", ``, `"Hello, world"`)
+	okJSON("POST", "/dubbo/com.example.demo.UserService/getUser", `{"types":["java.lang.String"],"args":["9"]}`,
+		`{"id":"9","name":"user 9","age":30,"email":"9@example.com"}`)
+
+	fails := []struct {
+		method, path, body string
+		hdr                []string
+		status             int
+		code, msg          string
+	}{
+		{"GET", "/api/users?limit=abc", "", nil, 400, "BAD_REQUEST", `parameter 0 (int from query "limit"): $: cannot use string "abc" as int`},
+		{"POST", "/api/users", `{"id": 7,`, nil, 400, "BAD_REQUEST", "parameter 0"},
+		{"POST", "/api/users", ``, nil, 400, "BAD_REQUEST", "the request body is empty"},
+		{"POST", "/api/users", `{"age":"old"}`, nil, 400, "BAD_REQUEST", "$.age"}, // typed by the route's types
+		{"POST", "/greet/pointer", `{"person":{}}`, nil, 200, "", ""},             // absent: the default
+		{"GET", "/greet/header", "", nil, 400, "BAD_REQUEST", `parameter 0 (java.lang.String from header "X-Name"): missing`},
+		{"GET", "/fail/boom", "", nil, 422, "DUBBO_EXCEPTION", "com.example.demo.DemoException: boom"},
+		{"GET", "/slow/2000", "", nil, 504, "TIMEOUT", "200ms"},
+		{"GET", "/nobody", "", nil, 503, "NO_PROVIDER", "com.example.demo.NobodyService"},
+		{"POST", "/dubbo/com.evil.Service/x", `{}`, nil, 403, "FORBIDDEN", "not allowed"},
+		{"POST", "/dubbo/com.example.demo.UserService/greet", `{"typez":[]}`, nil, 400, "BAD_REQUEST", `unknown field "typez"`},
+		{"POST", "/dubbo/com.example.demo.UserService/listUsers", `{"types":["int"],"args":["many"]}`, nil, 400, "BAD_REQUEST", "args: $[0]"},
+		{"POST", "/dubbo/com.example.demo.UserService/noSuchMethod", `{}`, nil, 500, "DUBBO_EXCEPTION", "NoSuchMethodException"},
+		{"POST", "/dubbo/com.example.demo.UserService/greet", `{"version":"9.9"}`, nil, 503, "NO_PROVIDER", "com.example.demo.UserService:9.9"},
+	}
+	for _, f := range fails {
+		var body *strings.Reader
+		if f.body != "" {
+			body = strings.NewReader(f.body)
+		}
+		var r answer
+		if body != nil {
+			r = do(t, f.method, tg.base+f.path, body, f.hdr...)
+		} else {
+			r = do(t, f.method, tg.base+f.path, nil, f.hdr...)
+		}
+		if r.status != f.status {
+			t.Errorf("%s %s %s: status %d, want %d: %s", f.method, f.path, f.body, r.status, f.status, r.body)
+			continue
+		}
+		if f.code == "" {
+			continue
+		}
+		code, msg, _, _ := errorBody(t, r)
+		if code != f.code || !strings.Contains(msg, f.msg) {
+			t.Errorf("%s %s %s: %s %q, want %s containing %q", f.method, f.path, f.body, code, msg, f.code, f.msg)
+		}
+	}
+	m := do(t, "GET", tg.admin+"/metrics", nil).body
+	for _, want := range []string{`dubbogw_errors_total{code="NO_PROVIDER"}`, `dubbogw_errors_total{code="DUBBO_EXCEPTION"}`,
+		`dubbogw_http_requests_total{code="200",route="get-user"} 1`, `dubbogw_dubbo_`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+// TestNoProviderKeepsOneSubscription is seed incident 000 through the
+// gateway: requests to a service with no provider answer 503 at once and
+// never create more than one directory, whatever their number; pass-through
+// clients cannot grow the set past its bound either.
+func TestNoProviderKeepsOneSubscription(t *testing.T) {
+	tg := dubboGW(t, []string{startProvider(t)}, demoRoutes)
+	start := time.Now()
+	for i := 0; i < 200; i++ {
+		r := do(t, "GET", tg.base+"/nobody", nil)
+		if r.status != 503 {
+			t.Fatalf("request %d: %d", i, r.status)
+		}
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("200 NO_PROVIDER answers took %v: they must not wait", d)
+	}
+	for i := 0; i < 300; i++ { // 300 distinct versions through the pass-through
+		do(t, "POST", tg.base+"/dubbo/com.example.demo.UserService/greet", strings.NewReader(fmt.Sprintf(`{"version":"v%d"}`, i)))
+	}
+	var services struct {
+		Services []struct {
+			Registry, Service string
+			References        int
+			Providers         []string
+		}
+	}
+	if err := json.Unmarshal([]byte(do(t, "GET", tg.admin+"/admin/services", nil).body), &services); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, s := range services.Services {
+		count[s.Service]++
+		if s.Service == "com.example.demo.NobodyService" && (s.References != 1 || len(s.Providers) != 0) {
+			t.Errorf("no-provider service: %+v", s)
+		}
+	}
+	if count["com.example.demo.NobodyService"] != 1 {
+		t.Errorf("directories for the no-provider service: %d", count["com.example.demo.NobodyService"])
+	}
+	if n := len(services.Services); n > 256+3 {
+		t.Errorf("%d directories after 300 distinct pass-through versions: the cache is not bounded", n)
+	}
+}
+
+func TestDubboFailoverAndBreaker(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	live := startProvider(t)
+	tg := dubboGW(t, []string{dead, live}, `
+  - name: get-user
+    match: {methods: [GET], path: "/api/users/{id}"}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: getUser
+      loadbalance: roundrobin
+      params: [{type: java.lang.String, from: path, name: id}]
+`)
+	for i := 0; i < 10; i++ {
+		if r := do(t, "GET", tg.base+fmt.Sprintf("/api/users/%d", i), nil); r.status != 200 {
+			t.Fatalf("call %d with one dead provider: %d %s", i, r.status, r.body)
+		}
+	}
+
+	// Only dead providers: connect failures open the route's breaker, and
+	// then calls fail fast without dialing.
+	tg2 := dubboGW(t, []string{dead}, `
+  - name: dead
+    match: {methods: [GET], path: "/dead"}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: greet
+      breaker: {max_failures: 3, open_for: 1m}
+`)
+	var codes []string
+	for i := 0; i < 8; i++ {
+		r := do(t, "GET", tg2.base+"/dead", nil)
+		code, _, _, _ := errorBody(t, r)
+		codes = append(codes, fmt.Sprintf("%d %s", r.status, code))
+	}
+	if codes[0] != "502 BAD_GATEWAY" || codes[len(codes)-1] != "503 BREAKER_OPEN" {
+		t.Errorf("dead provider answers: %v", codes)
+	}
+}
