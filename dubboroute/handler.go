@@ -199,14 +199,21 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request, dir *registry.Dir
 	_, _ = w.Write(out)
 }
 
-// attachments are the route's constant attachments plus the request id.
+// attachments are the route's constant attachments, the request id and the
+// W3C trace context, so a Java provider with OpenTelemetry continues the
+// caller's trace.
 func (h *Handler) attachments(r *http.Request) map[string]string {
-	m := make(map[string]string, len(h.cfg.Attachments)+1)
+	m := make(map[string]string, len(h.cfg.Attachments)+3)
 	for k, v := range h.cfg.Attachments {
 		m[k] = v
 	}
 	if info := exchange.From(r.Context()); info != nil && info.RequestID != "" {
 		m["request-id"] = info.RequestID
+	}
+	for _, k := range [...]string{"traceparent", "tracestate"} {
+		if v := r.Header.Get(k); v != "" {
+			m[k] = v
+		}
 	}
 	return m
 }

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
 )
 
@@ -322,3 +325,94 @@ func TestDubboFailoverAndBreaker(t *testing.T) {
 		t.Errorf("dead provider answers: %v", codes)
 	}
 }
+
+// TestDubboAttachmentsAndNoLeak checks what a provider receives besides the
+// arguments (trace context, request id, route constants, the service's
+// identity) and that a gateway which served Dubbo calls leaves no goroutine
+// behind once shut down.
+func TestDubboAttachmentsAndNoLeak(t *testing.T) {
+	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
+	got := make(chan map[string]any, 1)
+	s.Register(dubbotest.Service{Interface: "com.example.Echo", Version: "1.0.0", Group: "g", Methods: map[string][]dubbotest.Method{
+		"ping": {{ParamTypes: nil, Func: func(ctx context.Context, _ []any) (any, error) {
+			got <- dubbotest.Attachments(ctx)
+			return "pong", nil
+		}}},
+	}})
+	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+
+	before := goroutines()
+	tg := startGWNoCleanup(t, fmt.Sprintf(`
+registries:
+  r: {providers: {com.example.Echo: ["%s?version=1.0.0&group=g"]}}
+routes:
+  - name: ping
+    match: {path: /ping}
+    dubbo:
+      registry: r
+      interface: com.example.Echo
+      version: 1.0.0
+      group: g
+      method: ping
+      attachments: {tenant: blue}
+`, addr))
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	r := do(t, "GET", tg.base+"/ping", nil, "traceparent", tp, "tracestate", "k=v", "X-Request-Id", "rid-9")
+	if r.status != 200 || strings.TrimSpace(r.body) != `"pong"` {
+		t.Fatalf("ping: %d %s", r.status, r.body)
+	}
+	a := <-got
+	for k, want := range map[string]string{"traceparent": tp, "tracestate": "k=v", "request-id": "rid-9", "tenant": "blue",
+		"interface": "com.example.Echo", "version": "1.0.0", "group": "g", "generic": "true"} {
+		if fmt.Sprint(a[k]) != want {
+			t.Errorf("attachment %s = %v, want %s (all: %v)", k, a[k], want, a)
+		}
+	}
+	if a["timeout"] == nil {
+		t.Errorf("no timeout attachment: %v", a)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tg.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitGoroutines(t, before)
+}
+
+func startGWNoCleanup(t *testing.T, yamlText string) *testGW {
+	t.Helper()
+	path := t.TempDir() + "/gw.yaml"
+	if err := writeFile(path, baseYAML+yamlText); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Options{Load: func() (*config.Config, error) { return config.Load(path) }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return &testGW{Gateway: g, path: path, base: "http://" + g.Addr(), admin: "http://" + g.AdminAddr()}
+}
+
+func goroutines() int { return runtime.NumGoroutine() }
+
+// waitGoroutines waits (bounded) for the goroutine count to fall back to n.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	client.CloseIdleConnections()
+	deadline := time.Now().Add(5 * time.Second)
+	for goroutines() > n {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("goroutines: %d, was %d\n%s", goroutines(), n, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o644) }

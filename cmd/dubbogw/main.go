@@ -3,6 +3,7 @@
 //
 //	dubbogw run --config FILE [--listen ADDR] [--admin-listen ADDR] [--log-level LEVEL] [--log-format FORMAT]
 //	dubbogw validate --config FILE
+//	dubbogw invoke --addr HOST:PORT [--types T1,T2] INTERFACE.METHOD [JSON_ARG ...]
 //	dubbogw version
 //
 // Flags override the DUBBOGW_* environment variables, which override the file.
@@ -28,6 +29,8 @@ const usage = `dubbogw: an API gateway for HTTP clients calling Dubbo and HTTP s
 usage:
   dubbogw run --config FILE [flags]   run the gateway
   dubbogw validate --config FILE      check a configuration; exit 0 when valid
+  dubbogw invoke --addr HOST:PORT IFACE.METHOD [JSON_ARG ...]
+                                      call a Dubbo method, print the result as JSON
   dubbogw version                     print the version
 
 run flags (override DUBBOGW_LISTEN, DUBBOGW_ADMIN_LISTEN, DUBBOGW_LOG_LEVEL, DUBBOGW_LOG_FORMAT and the file):
@@ -51,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stdout, stderr)
 	case "validate":
 		return cmdValidate(args[1:], stdout, stderr)
+	case "invoke":
+		return cmdInvoke(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "dubbogw", observe.Version)
 		return 0

@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
 )
 
 // binary is the real dubbogw, built once for these tests.
@@ -400,5 +404,45 @@ routes:
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	if err := waitExit(t, p); err != nil {
 		t.Errorf("exit: %v", err)
+	}
+}
+
+func TestInvoke(t *testing.T) {
+	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range dubbotest.DemoServices() {
+		s.Register(svc)
+	}
+	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	a := addr.String()
+
+	cases := []struct {
+		args []string
+		code int
+		out  string // substring of stdout (0) or stderr (non-zero)
+	}{
+		{[]string{"--addr", a, "com.example.demo.UserService.getUser", `"42"`}, 0, `"email": "42@example.com"`},
+		{[]string{"--addr", a, "--typed", "com.example.demo.UserService.getUser", `"7"`}, 0, `"id": "7"`},
+		{[]string{"--addr", a, "com.example.demo.UserService.listUsers", `2`}, 0, `"name": "user 2"`},
+		{[]string{"--addr", a, "com.example.demo.UserService.greet"}, 0, `"Hello, world"`},
+		{[]string{"--addr", a, "--types", "com.example.demo.User", "com.example.demo.UserService.createUser", `{"id":"1","name":"n","age":3,"email":"e"}`}, 0, `"age": 3`},
+		{[]string{"--addr", a, "com.example.demo.UserService.fail", `"bad"`}, 1, "com.example.demo.DemoException: bad"},
+		{[]string{"--addr", a, "com.example.demo.UserService.getUser", `not-json`}, 2, "not JSON"},
+		{[]string{"--addr", a, "--types", "int,int", "com.example.demo.UserService.listUsers", `1`}, 2, "2 types for 1 arguments"},
+		{[]string{"--addr", a, "nomethod"}, 2, "not INTERFACE.METHOD"},
+		{[]string{"com.example.demo.UserService.greet"}, 2, "usage"},
+	}
+	for _, c := range cases {
+		code, out, errOut := runCLI(t, append([]string{"invoke"}, c.args...)...)
+		text := out
+		if c.code != 0 {
+			text = errOut
+		}
+		if code != c.code || !strings.Contains(text, c.out) {
+			t.Errorf("invoke %v: exit %d stdout %q stderr %q; want exit %d with %q", c.args, code, out, errOut, c.code, c.out)
+		}
 	}
 }

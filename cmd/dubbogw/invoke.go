@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/dubbogw/dubbogw/dubbo"
+	"github.com/dubbogw/dubbogw/hessian"
+	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
+)
+
+const invokeUsage = `usage: dubbogw invoke --addr HOST:PORT [flags] INTERFACE.METHOD [JSON_ARG ...]
+
+Calls a Dubbo method and prints its result as JSON: a grpcurl for Dubbo.
+Each JSON_ARG is one argument, e.g.
+  dubbogw invoke --addr 127.0.0.1:20880 com.example.demo.UserService.getUser '"42"'
+  dubbogw invoke --addr 127.0.0.1:20880 --types int com.example.demo.UserService.listUsers 3
+
+flags:
+`
+
+// cmdInvoke calls one method. Argument types come from --types or are
+// inferred from the JSON: string → java.lang.String, integer → int (long
+// beyond 32 bits), other number → double, boolean → boolean, array →
+// java.util.List, object → java.util.Map (or its "class").
+func cmdInvoke(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, invokeUsage); fs.PrintDefaults() }
+	addr := fs.String("addr", "", "provider address host:port")
+	version := fs.String("version", "", "service version")
+	group := fs.String("group", "", "service group")
+	types := fs.String("types", "", "comma-separated Java parameter types (default: inferred from the JSON arguments)")
+	timeout := fs.Duration("timeout", 3*time.Second, "call timeout")
+	typed := fs.Bool("typed", false, "send a typed call (real method name and descriptor) instead of generic $invoke")
+	keepClass := fs.Bool("keep-class", false, "keep the \"class\" keys of generic results")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *addr == "" || fs.NArg() < 1 {
+		fs.Usage()
+		return 2
+	}
+	target := fs.Arg(0)
+	dot := strings.LastIndexByte(target, '.')
+	if dot <= 0 || dot == len(target)-1 {
+		fmt.Fprintf(stderr, "dubbogw invoke: %q is not INTERFACE.METHOD\n", target)
+		return 2
+	}
+	iface, method := target[:dot], target[dot+1:]
+	raw := fs.Args()[1:]
+	var paramTypes []string
+	if *types != "" {
+		paramTypes = splitTypes(*types)
+	}
+	if paramTypes != nil && len(paramTypes) != len(raw) {
+		fmt.Fprintf(stderr, "dubbogw invoke: %d types for %d arguments\n", len(paramTypes), len(raw))
+		return 2
+	}
+	enc, err := jsonbridge.NewEncoder(jsonbridge.EncodeOptions{Generic: !*typed})
+	if err != nil {
+		fmt.Fprintln(stderr, "dubbogw invoke:", err)
+		return 1
+	}
+	compiled := make([]*jsonbridge.Type, len(raw))
+	for i, a := range raw {
+		if !json.Valid([]byte(a)) {
+			fmt.Fprintf(stderr, "dubbogw invoke: argument %d is not JSON: %s (quote strings: '\"text\"')\n", i, a)
+			return 2
+		}
+		if paramTypes == nil || len(paramTypes) <= i {
+			paramTypes = append(paramTypes, inferType([]byte(a)))
+		}
+		if compiled[i], err = enc.Type(paramTypes[i]); err != nil {
+			fmt.Fprintf(stderr, "dubbogw invoke: type %d: %v\n", i, err)
+			return 2
+		}
+	}
+	names := make([]string, len(paramTypes))
+	for i, t := range paramTypes {
+		names[i] = strings.TrimSpace(strings.SplitN(t, "<", 2)[0])
+	}
+	client := dubbo.New(dubbo.Options{Logger: slog.New(slog.DiscardHandler), Timeout: *timeout})
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = client.Close(ctx)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	res, err := client.Invoke(ctx, *addr, &dubbo.Invocation{
+		Interface: iface, Version: *version, Group: *group, Method: method,
+		ParamTypes: names, Generic: !*typed,
+		WriteArgs: func(e *hessian.Encoder) error {
+			for i, a := range raw {
+				if err := enc.Encode(e, []byte(a), compiled[i]); err != nil {
+					return fmt.Errorf("argument %d: %w", i, err)
+				}
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		var be *dubbo.BusinessError
+		if errors.As(err, &be) && be.Exception != nil {
+			fmt.Fprintf(stderr, "exception: %s\n", be.Exception.Error())
+		} else {
+			fmt.Fprintln(stderr, "dubbogw invoke:", err)
+		}
+		return 1
+	}
+	out, err := jsonbridge.AppendJSON(nil, res.Value, &jsonbridge.DecodeOptions{KeepClass: *keepClass})
+	if err != nil {
+		fmt.Fprintln(stderr, "dubbogw invoke: rendering the result:", err)
+		return 1
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, out, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(out)
+	}
+	pretty.WriteByte('\n')
+	_, _ = stdout.Write(pretty.Bytes())
+	return 0
+}
+
+// splitTypes splits on commas outside generic brackets.
+func splitTypes(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, c := range s {
+		switch c {
+		case '<':
+			depth++
+		case '>':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	return append(out, strings.TrimSpace(s[start:]))
+}
+
+// inferType names the Java type a JSON argument most likely stands for.
+func inferType(a []byte) string {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(a))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return "java.lang.Object"
+	}
+	switch x := v.(type) {
+	case string:
+		return "java.lang.String"
+	case bool:
+		return "boolean"
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			if n >= -1<<31 && n < 1<<31 {
+				return "int"
+			}
+			return "long"
+		}
+		return "double"
+	case []any:
+		return "java.util.List"
+	case map[string]any:
+		if c, ok := x["class"].(string); ok && c != "" {
+			return c
+		}
+		return "java.util.Map"
+	}
+	return "java.lang.Object"
+}
