@@ -14,6 +14,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/hessian"
 )
 
 // startProvider runs the demo Dubbo provider on loopback for one test.
@@ -416,3 +417,54 @@ func waitGoroutines(t *testing.T, n int) {
 }
 
 func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o644) }
+
+// TestDubboResultShapes: whatever a method returns — null, a primitive, a
+// map, a list, a nested POJO, a long beyond 2^53, a date — the answer is a
+// 200 with a JSON body, never an empty one.
+func TestDubboResultShapes(t *testing.T) {
+	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
+	results := map[string]any{
+		"nothing": nil,
+		"number":  int32(7),
+		"big":     int64(1) << 60,
+		"flag":    true,
+		"when":    time.Date(2024, 5, 1, 12, 30, 0, 0, time.UTC),
+		"dict":    map[string]any{"a": int32(1)},
+		"items":   []any{"x", int32(2)},
+		"nested": &hessian.Object{Class: "com.example.Order", Fields: []hessian.Field{
+			{Name: "id", Value: int64(5)},
+			// Two fields: an object whose only field is "name" reads as an enum (see hessian.EnumName).
+			{Name: "owner", Value: &hessian.Object{Class: "com.example.User", Fields: []hessian.Field{{Name: "name", Value: "ann"}, {Name: "age", Value: int32(40)}}}},
+		}},
+	}
+	methods := map[string][]dubbotest.Method{}
+	var routes strings.Builder
+	for name, v := range results {
+		v := v
+		methods[name] = []dubbotest.Method{{Func: func(context.Context, []any) (any, error) { return v, nil }}}
+		fmt.Fprintf(&routes, "  - {name: %s, match: {path: /%s}, dubbo: {registry: r, interface: com.example.Shapes, method: %s}}\n", name, name, name)
+	}
+	s.Register(dubbotest.Service{Interface: "com.example.Shapes", Methods: methods})
+	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	tg := startGW(t, fmt.Sprintf("registries:\n  r: {providers: {com.example.Shapes: [%q]}}\nroutes:\n%s", addr.String(), routes.String()))
+	want := map[string]string{
+		"nothing": `null`,
+		"number":  `7`,
+		"big":     `"1152921504606846976"`,
+		"flag":    `true`,
+		"when":    `"2024-05-01T12:30:00.000Z"`,
+		"dict":    `{"a":1}`,
+		"items":   `["x",2]`,
+		"nested":  `{"id":5,"owner":{"name":"ann","age":40}}`,
+	}
+	for name, w := range want {
+		r := do(t, "GET", tg.base+"/"+name, nil)
+		if r.status != 200 || strings.TrimSpace(r.body) != w {
+			t.Errorf("%s: %d %q, want %s", name, r.status, r.body, w)
+		}
+	}
+}
