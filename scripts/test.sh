@@ -5,7 +5,9 @@
 # DUBBOGW_TEST_ZK_ADDR already point at running ones, runs the checks and the
 # tests, and stops what it started. It also installs and runs the Hessian
 # interop peers (test/peers: node + hessian.js, a JDK + Caucho Hessian) and
-# the separate dubbo-go-hessian2 module in test/interop.
+# the separate module in test/interop (dubbo-go-hessian2, and a real Apache
+# dubbo-go v3.3.0 provider registered in the ZooKeeper started here), and
+# the Dubbo peer (test/peers/node-dubbo: node + dubbo-remoting).
 #
 #   ./scripts/test.sh            everything (what CI runs)
 #   ./scripts/test.sh -short     skip the slowest end-to-end tests
@@ -33,11 +35,14 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# hessian.js for the interop tests, exactly as package-lock.json pins it.
-if [ ! -d test/peers/node/node_modules ] || [ test/peers/node/package-lock.json -nt test/peers/node/node_modules/.package-lock.json ]; then
-  log "npm ci (test/peers/node)"
-  (cd test/peers/node && npm ci --no-audit --no-fund --loglevel=error)
-fi
+# hessian.js and dubbo-remoting for the interop tests, exactly as each
+# package-lock.json pins them.
+for peer in test/peers/node test/peers/node-dubbo; do
+  if [ ! -d "$peer/node_modules" ] || [ "$peer/package-lock.json" -nt "$peer/node_modules/.package-lock.json" ]; then
+    log "npm ci ($peer)"
+    (cd "$peer" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+done
 
 # --- services ----------------------------------------------------------------
 work=$(mktemp -d "${TMPDIR:-/tmp}/dubbogw-test.XXXXXX")
@@ -118,10 +123,11 @@ go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 log "go test -race"
 go test -race -count=1 -timeout 15m $short ./...
 
-log "interop module (test/interop): vet, race tests, one pass of each benchmark"
+log "interop module (test/interop): vet, staticcheck, race tests, one pass of each benchmark"
 (
   cd test/interop
   go vet ./...
+  go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
   go test -race -count=1 -timeout 10m ./...
   go test -run '^$' -bench . -benchtime 1x -count=1 ./...
 )

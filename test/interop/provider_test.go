@@ -1,0 +1,153 @@
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// dubboGoProvider is a running dubbogoprovider process: Apache dubbo-go
+// v3.3.0 serving the services of dubbogoprovider/service.go. It runs in its
+// own process so that its allocations stay out of the benchmarks' figures,
+// its package state (dubbo-go's config can be loaded once per process)
+// stays out of the test binary, and the race detector judges our code, not
+// dubbo-go's.
+type dubboGoProvider struct {
+	Addr string // 127.0.0.1:port
+	logs *syncBuffer
+}
+
+// providerConfig is what the provider is started with; zero fields take
+// dubbo-go's defaults.
+type providerConfig struct {
+	ZK             string // ZooKeeper to register in; "" for none
+	Heartbeat      string // getty heartbeat period toward consumers
+	SessionTimeout string // getty closes a consumer connection silent this long
+}
+
+// startDubboGoProvider builds dubbogoprovider (the go command caches the
+// build) and starts it; the test's cleanup stops it.
+func startDubboGoProvider(tb testing.TB, cfg providerConfig) *dubboGoProvider {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "dubbogoprovider")
+	buildCtx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(buildCtx, goTool(), "build", "-o", bin, "./dubbogoprovider")
+	if out, err := build.CombinedOutput(); err != nil {
+		tb.Fatalf("building the dubbo-go provider: %v\n%s", err, out)
+	}
+
+	args := []string{"-log-level", "warn"}
+	if cfg.ZK != "" {
+		args = append(args, "-zk", cfg.ZK)
+	}
+	if cfg.Heartbeat != "" {
+		args = append(args, "-heartbeat", cfg.Heartbeat)
+	}
+	if cfg.SessionTimeout != "" {
+		args = append(args, "-session-timeout", cfg.SessionTimeout)
+	}
+	p := &dubboGoProvider{logs: &syncBuffer{}}
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = p.logs
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("starting the dubbo-go provider: %v", err)
+	}
+	exited := make(chan struct{})
+	ready := make(chan string, 1)
+	go func() {
+		// dubbo-go logs to stdout too, lines of any length (a dropped
+		// response is logged whole): read it all, or the provider blocks
+		// on a full pipe.
+		r := bufio.NewReader(stdout)
+		for {
+			line, err := r.ReadString('\n')
+			if addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready "); ok {
+				ready <- addr
+				break
+			}
+			p.logs.Write([]byte(line))
+			if err != nil {
+				break
+			}
+		}
+		_, _ = io.Copy(p.logs, r)
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	tb.Cleanup(func() {
+		stdin.Close() // the provider exits when its stdin closes
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if tb.Failed() {
+			tb.Logf("dubbo-go provider output:\n%s", p.logs.String())
+		}
+	})
+
+	select {
+	case p.Addr = <-ready:
+	case <-exited:
+		tb.Fatalf("the dubbo-go provider exited before it was ready:\n%s", p.logs.String())
+	case <-time.After(90 * time.Second):
+		tb.Fatalf("the dubbo-go provider was not ready after 90s:\n%s", p.logs.String())
+	}
+	return p
+}
+
+// goTool is the go command that runs the tests (go test puts its GOROOT/bin
+// first in the test's PATH).
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "go"
+}
+
+// zkAddress is the ZooKeeper scripts/test.sh started, or "" when there is
+// none. Under CI a missing ZooKeeper fails the test instead.
+func zkAddress(tb testing.TB) string {
+	tb.Helper()
+	addr := os.Getenv("DUBBOGW_TEST_ZK_ADDR")
+	if addr == "" && os.Getenv("CI") != "" {
+		tb.Fatal("DUBBOGW_TEST_ZK_ADDR is not set (CI is set, so a missing ZooKeeper is a failure; scripts/test.sh starts one)")
+	}
+	return addr
+}
+
+// syncBuffer collects a process's output from several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
