@@ -76,6 +76,17 @@ func TestDemoProvider(t *testing.T) {
 		t.Fatalf("generic getUser email %v", email)
 	}
 
+	async := demoCall("getUser", true, stringType, "43")
+	async.Async = true
+	if res, err = call(async); err != nil {
+		t.Fatalf("$invokeAsync: %v", err)
+	}
+	if m, ok := res.Value.(*hessian.Map); !ok {
+		t.Fatalf("$invokeAsync getUser: %#v", res.Value)
+	} else if id, _ := m.Get("id"); id != "43" {
+		t.Fatalf("$invokeAsync getUser id %v", id)
+	}
+
 	for _, generic := range []bool{false, true} {
 		res, err = call(demoCall("greet", generic, nil))
 		if err != nil || res.Value != "Hello, world" {

@@ -32,6 +32,10 @@ type Invocation struct {
 	// caller does not have: the provider turns map arguments with a "class"
 	// key into objects and answers with maps.
 	Generic bool
+	// Async, with Generic, calls $invokeAsync instead of $invoke: the
+	// provider runs the method asynchronously (Java's CompletableFuture
+	// GenericService); the answer on the wire is the same.
+	Async bool
 }
 
 // Result is a successful call's return value (nil for void or null) and
@@ -208,6 +212,9 @@ func (c *Client) encodeRequest(frame *buffer, id uint64, inv *Invocation, deadli
 		att[protocol.AttachmentGeneric] = "true"
 		r.inv = inv
 		r.req.Method = protocol.MethodInvoke
+		if inv.Async {
+			r.req.Method = protocol.MethodInvokeAsync
+		}
 		r.req.ParamTypes = protocol.GenericParamTypes
 		r.req.WriteArgs = r.writeGeneric
 	} else {
