@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"io"
 	"net"
 	"os"
 	"runtime"
@@ -466,5 +467,71 @@ func TestDubboResultShapes(t *testing.T) {
 		if r.status != 200 || strings.TrimSpace(r.body) != w {
 			t.Errorf("%s: %d %q, want %s", name, r.status, r.body, w)
 		}
+	}
+}
+
+// TestHostileProvider: a provider answering garbage, closing in the middle
+// of a frame, or sending an oversized response gets a precise 502 (counted),
+// and the gateway keeps serving.
+func TestHostileProvider(t *testing.T) {
+	serve := func(answer func(c net.Conn)) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					buf := make([]byte, 16)
+					_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+					if _, err := io.ReadFull(c, buf); err != nil {
+						return
+					}
+					answer(c)
+				}()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	garbage := serve(func(c net.Conn) { _, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\nnot dubbo at all")) })
+	midFrame := serve(func(c net.Conn) {
+		// A valid response header promising 100 bytes, then 3 and a close.
+		hdr := []byte{0xda, 0xbb, 0x02, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 100}
+		_, _ = c.Write(append(hdr, 0x91, 0x05, 'h'))
+	})
+	huge := serve(func(c net.Conn) {
+		hdr := []byte{0xda, 0xbb, 0x02, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 0, 0, 0}
+		_, _ = c.Write(hdr)
+	})
+	tg := startGW(t, fmt.Sprintf(`
+registries:
+  r:
+    providers:
+      com.example.Garbage: [%q]
+      com.example.MidFrame: [%q]
+      com.example.Huge: [%q]
+routes:
+  - {name: garbage, match: {path: /garbage}, dubbo: {registry: r, interface: com.example.Garbage, method: m, retries: 0, timeout: 3s}}
+  - {name: midframe, match: {path: /midframe}, dubbo: {registry: r, interface: com.example.MidFrame, method: m, retries: 0, timeout: 3s}}
+  - {name: huge, match: {path: /huge}, dubbo: {registry: r, interface: com.example.Huge, method: m, retries: 0, timeout: 3s}}
+`, garbage, midFrame, huge))
+	for _, path := range []string{"/garbage", "/midframe", "/huge"} {
+		r := do(t, "GET", tg.base+path, nil)
+		code, msg, _, _ := errorBody(t, r)
+		if r.status != 502 || code != "BAD_GATEWAY" {
+			t.Errorf("%s: %d %s %q", path, r.status, code, msg)
+		}
+	}
+	if !strings.Contains(do(t, "GET", tg.admin+"/metrics", nil).body, `dubbogw_errors_total{code="BAD_GATEWAY"} 3`) {
+		t.Errorf("hostile answers not counted")
+	}
+	if r := do(t, "GET", tg.admin+"/livez", nil); r.status != 200 {
+		t.Errorf("gateway not serving after hostile providers")
 	}
 }
