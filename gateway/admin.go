@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"slices"
+	"strings"
 	"sort"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -62,7 +63,8 @@ type routeView struct {
 	Path         string   `json:"path,omitempty"`
 	Prefix       string   `json:"prefix,omitempty"`
 	Filters      []string `json:"filters"`
-	Upstream     string   `json:"upstream"`
+	Upstream     string   `json:"upstream,omitempty"`
+	Dubbo        string   `json:"dubbo,omitempty"` // registry and service key.method, or the pass-through's allow list
 	Timeout      string   `json:"timeout,omitempty"`
 	MaxBodyBytes int64    `json:"max_body_bytes"`
 }
@@ -75,6 +77,14 @@ func (g *Gateway) adminRoutes(w http.ResponseWriter, r *http.Request) {
 			Name: rt.name, Host: rt.cfg.Match.Host, Methods: rt.cfg.Match.Methods,
 			Path: rt.cfg.Match.Path, Prefix: rt.cfg.Match.Prefix, Filters: rt.filters,
 			Upstream: rt.upstream, MaxBodyBytes: rt.maxBody,
+		}
+		if d := rt.cfg.Dubbo; d != nil {
+			if d.Passthrough != nil {
+				v.Dubbo = d.Registry + ": pass-through to " + strings.Join(d.Passthrough.Allow, ", ")
+			} else {
+				key := registry.ServiceKey{Interface: d.Interface, Group: d.Group, Version: d.Version}
+				v.Dubbo = d.Registry + ": " + key.String() + "." + d.Method
+			}
 		}
 		if v.Filters == nil {
 			v.Filters = []string{}

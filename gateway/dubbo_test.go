@@ -229,6 +229,10 @@ func TestDubboRoutes(t *testing.T) {
 			t.Errorf("%s %s %s: %s %q, want %s containing %q", f.method, f.path, f.body, code, msg, f.code, f.msg)
 		}
 	}
+	if rs := do(t, "GET", tg.admin+"/admin/routes", nil).body; !strings.Contains(rs, `"dubbo": "demo: com.example.demo.UserService.getUser"`) ||
+		!strings.Contains(rs, `"dubbo": "demo: pass-through to com.example.demo.*"`) {
+		t.Errorf("admin/routes does not show Dubbo targets: %s", rs)
+	}
 	m := do(t, "GET", tg.admin+"/metrics", nil).body
 	for _, want := range []string{`dubbogw_errors_total{code="NO_PROVIDER"}`, `dubbogw_errors_total{code="DUBBO_EXCEPTION"}`,
 		`dubbogw_http_requests_total{code="200",route="get-user"} 1`, `dubbogw_dubbo_`} {
