@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"slices"
-	"strings"
 	"sort"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
