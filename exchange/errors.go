@@ -44,16 +44,16 @@ func WriteError(w http.ResponseWriter, r *http.Request, status int, code, messag
 	}
 	b := make([]byte, 0, 96+len(message)+len(route)+len(id))
 	b = append(b, `{"error":{"code":`...)
-	b = appendJSONString(b, code)
+	b = AppendJSONString(b, code)
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, message)
+	b = AppendJSONString(b, message)
 	if route != "" {
 		b = append(b, `,"route":`...)
-		b = appendJSONString(b, route)
+		b = AppendJSONString(b, route)
 	}
 	if id != "" {
 		b = append(b, `,"request_id":`...)
-		b = appendJSONString(b, id)
+		b = AppendJSONString(b, id)
 	}
 	b = append(b, "}}\n"...)
 	h := w.Header()
@@ -66,9 +66,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, status int, code, messag
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string, escaping what JSON requires and
+// AppendJSONString appends s as a JSON string, escaping what JSON requires and
 // replacing invalid UTF-8, without reflection.
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
 		c := s[i]

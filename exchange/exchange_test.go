@@ -73,7 +73,7 @@ func FuzzAppendJSONString(f *testing.F) {
 	f.Add("plain")
 	f.Add("quote\" back\\ nl\n ctl\x01 \xff\xfe 漢字 😀")
 	f.Fuzz(func(t *testing.T, s string) {
-		b := appendJSONString(nil, s)
+		b := AppendJSONString(nil, s)
 		var out string
 		if err := json.Unmarshal(b, &out); err != nil {
 			t.Fatalf("%q encoded as invalid JSON %q: %v", s, b, err)
