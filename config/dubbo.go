@@ -39,6 +39,9 @@ type DubboRoute struct {
 	// Generic calls through $invoke (no provider JAR needed; default true);
 	// false sends a typed call (real method name and descriptor).
 	Generic *bool `yaml:"generic"`
+	// Async calls $invokeAsync instead of $invoke (generic only): the
+	// provider runs the method on its async path. Default false.
+	Async bool `yaml:"async"`
 	// Timeout of one call. Default 1s, as Java Dubbo.
 	Timeout Duration `yaml:"timeout"`
 	// Cluster is failover (default) or failfast.

@@ -63,6 +63,8 @@ func TestDubboConfigProblems(t *testing.T) {
 			`registries.local.providers["a.B"][0]`, `protocol "http" is not supported`},
 		{"unknown registry type", "registries:\n  zk:\n    type: etcd\n",
 			"registries.zk.type", `unknown registry type "etcd"`},
+		{"async without generic", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      generic: false\n      async: true\n"),
+			"routes[0].dubbo.async", "async ($invokeAsync) is a generic call"},
 		{"bad types", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      types: {a.Dto: {\"bad field\": int}}\n"),
 			`routes[0].dubbo.types["a.Dto"]["bad field"]`, "is not a Java field name"},
 	}

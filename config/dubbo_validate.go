@@ -200,6 +200,9 @@ func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params [
 	if err := positive(dr.Timeout); err != nil {
 		ps.add(path+".timeout", 0, "%v", err)
 	}
+	if dr.Async && dr.Generic != nil && !*dr.Generic {
+		ps.add(path+".async", 0, "async ($invokeAsync) is a generic call: set generic: true or drop async")
+	}
 	if !slices.Contains(dubboClusters, dr.Cluster) {
 		ps.add(path+".cluster", 0, "unknown cluster %q (known: %s)", dr.Cluster, strings.Join(dubboClusters, ", "))
 	}

@@ -150,7 +150,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	inv := &dubbo.Invocation{
 		Interface: h.cfg.Interface, Version: h.cfg.Version, Group: h.cfg.Group, Method: h.cfg.Method,
-		ParamTypes: h.paramTypes, WriteArgs: a.write, Generic: *h.cfg.Generic,
+		ParamTypes: h.paramTypes, WriteArgs: a.write, Generic: *h.cfg.Generic, Async: h.cfg.Async,
 		Attachments: h.attachments(r),
 	}
 	h.call(w, r, h.dir, inv, h.hashKey(a))

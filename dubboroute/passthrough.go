@@ -145,7 +145,7 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
 	}
 	inv := &dubbo.Invocation{
 		Interface: iface, Version: body.Version, Group: body.Group, Method: method,
-		ParamTypes: names, Generic: *h.cfg.Generic, Attachments: atts,
+		ParamTypes: names, Generic: *h.cfg.Generic, Async: h.cfg.Async, Attachments: atts,
 		WriteArgs: func(e *hessian.Encoder) error { return h.enc.EncodeArgs(e, args, types) },
 	}
 	dir := h.passthrough.directory(registry.ServiceKey{Interface: iface, Group: body.Group, Version: body.Version})

@@ -63,6 +63,14 @@ const demoRoutes = `
       interface: com.example.demo.UserService
       method: getUser
       params: [{type: java.lang.String, from: path, name: id}]
+  - name: get-user-async
+    match: {methods: [GET], path: "/async/users/{id}"}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: getUser
+      async: true
+      params: [{type: java.lang.String, from: path, name: id}]
   - name: get-user-typed
     match: {methods: [GET], path: "/typed/users/{id}"}
     dubbo:
@@ -171,6 +179,7 @@ func TestDubboRoutes(t *testing.T) {
 	user42 := `{"id":"42","name":"user 42","age":30,"email":"42@example.com"}`
 	okJSON("GET", "/api/users/42", "", user42)
 	okJSON("GET", "/typed/users/42", "", user42)
+	okJSON("GET", "/async/users/42", "", user42)
 	okJSON("GET", "/api/users", "", `[{"id":"1","name":"user 1","age":30,"email":"1@example.com"},{"id":"2","name":"user 2","age":30,"email":"2@example.com"},{"id":"3","name":"user 3","age":30,"email":"3@example.com"}]`)
 	okJSON("GET", "/api/users?limit=1", "", `[{"id":"1","name":"user 1","age":30,"email":"1@example.com"}]`)
 	okJSON("GET", "/api/users?limit=0", "", `[]`)
