@@ -97,6 +97,14 @@ func TestRequestOnTheWire(t *testing.T) {
 	if _, ok := req.Attachments["group"]; ok {
 		t.Error("group sent though not set")
 	}
+
+	generic.Async = true
+	if _, err := c.Invoke(callCtx(t, 3*time.Second), p.Addr(), generic); err != nil {
+		t.Fatal(err)
+	}
+	if req = waitN(t, got, 1)[0]; req.Method != "$invokeAsync" || req.ParamTypes != protocol.GenericParamTypes {
+		t.Fatalf("async generic request: method %q, types %q", req.Method, req.ParamTypes)
+	}
 }
 
 // TestWriteArgs streams arguments, typed and generic.
