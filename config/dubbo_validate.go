@@ -142,7 +142,7 @@ func validateDubbo(ps *problems, c *Config) {
 		}
 		for _, iface := range slices.Sorted(maps.Keys(reg.Providers)) {
 			ipath := keyPath(path+".providers", iface)
-			if !javaName(iface) {
+			if !JavaName(iface) {
 				ps.add(ipath, 0, "%q is not a Java interface name", iface)
 			}
 			for i, u := range reg.Providers[iface] {
@@ -182,7 +182,7 @@ func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params [
 			ps.add(path+".passthrough.allow", 0, "required: list the interfaces that may be called (exact names or a prefix such as com.example.*)")
 		}
 		for i, a := range dr.Passthrough.Allow {
-			if !javaName(strings.TrimSuffix(a, ".*")) {
+			if !JavaName(strings.TrimSuffix(a, ".*")) {
 				ps.add(indexPath(path+".passthrough.allow", i), 0, "%q is neither an interface name nor a package prefix ending in .*", a)
 			}
 		}
@@ -190,10 +190,10 @@ func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params [
 			ps.add(path+".passthrough", 0, "a pass-through route takes interface, method and arguments from the request: remove interface, method and params")
 		}
 	} else {
-		if !javaName(dr.Interface) {
+		if !JavaName(dr.Interface) {
 			ps.add(path+".interface", 0, "required: a Java interface name such as com.example.UserService, got %q", dr.Interface)
 		}
-		if !javaIdent(dr.Method) {
+		if !JavaIdent(dr.Method) {
 			ps.add(path+".method", 0, "required: a Java method name, got %q", dr.Method)
 		}
 	}
@@ -302,11 +302,11 @@ func validateParams(ps *problems, path string, ps0 []DubboParam, routeParams []s
 
 func validateTypes(ps *problems, path string, types map[string]map[string]string) {
 	for _, class := range slices.Sorted(maps.Keys(types)) {
-		if !javaName(class) {
+		if !JavaName(class) {
 			ps.add(keyPath(path, class), 0, "%q is not a Java class name", class)
 		}
 		for _, field := range slices.Sorted(maps.Keys(types[class])) {
-			if !javaIdent(field) {
+			if !JavaIdent(field) {
 				ps.add(keyPath(keyPath(path, class), field), 0, "%q is not a Java field name", field)
 			}
 		}
@@ -332,7 +332,8 @@ func checkProviderURL(s string) error {
 	return checkPort(port, false)
 }
 
-func javaIdent(s string) bool {
+// JavaIdent reports whether s is a Java identifier (a method or field name).
+func JavaIdent(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -345,12 +346,13 @@ func javaIdent(s string) bool {
 	return true
 }
 
-func javaName(s string) bool {
+// JavaName reports whether s is a dotted Java name (a class or interface).
+func JavaName(s string) bool {
 	if s == "" {
 		return false
 	}
 	for _, part := range strings.Split(s, ".") {
-		if !javaIdent(part) {
+		if !JavaIdent(part) {
 			return false
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/hessian"
@@ -102,7 +103,7 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
 		exchange.WriteError(w, r, http.StatusForbidden, exchange.CodeForbidden, "interface "+iface+" is not allowed on this route")
 		return
 	}
-	if !javaIdent(method) {
+	if !config.JavaIdent(method) {
 		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, "method "+method+" is not a Java method name")
 		return
 	}
@@ -134,11 +135,6 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
 	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
 		args = []byte("[]")
 	}
-	// Check the arguments against the types before anything is sent.
-	if err := h.enc.EncodeArgs(hessian.NewEncoder(nil), args, types); err != nil {
-		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, "args: "+err.Error())
-		return
-	}
 	atts := h.attachments(r)
 	for k, v := range body.Attachments {
 		atts[k] = v
@@ -146,20 +142,15 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
 	inv := &dubbo.Invocation{
 		Interface: iface, Version: body.Version, Group: body.Group, Method: method,
 		ParamTypes: names, Generic: *h.cfg.Generic, Async: h.cfg.Async, Attachments: atts,
-		WriteArgs: func(e *hessian.Encoder) error { return h.enc.EncodeArgs(e, args, types) },
+		// The client writes the arguments before sending anything: a mismatch
+		// fails the call unsent, and argError makes it a 400, never retried.
+		WriteArgs: func(e *hessian.Encoder) error {
+			if err := h.enc.EncodeArgs(e, args, types); err != nil {
+				return &argError{msg: "args: " + err.Error()}
+			}
+			return nil
+		},
 	}
 	dir := h.passthrough.directory(registry.ServiceKey{Interface: iface, Group: body.Group, Version: body.Version})
 	h.call(w, r, dir, inv, string(args))
-}
-
-func javaIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if !(r == '_' || r == '$' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || r > 0x7f || (i > 0 && r >= '0' && r <= '9')) {
-			return false
-		}
-	}
-	return true
 }
