@@ -19,7 +19,7 @@ import (
 )
 
 // startProvider runs the demo Dubbo provider on loopback for one test.
-func startProvider(t *testing.T) string {
+func startProvider(t testing.TB) string {
 	t.Helper()
 	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
 	for _, svc := range dubbotest.DemoServices() {

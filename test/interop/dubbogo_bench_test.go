@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	dgo "github.com/apache/dubbo-go-hessian2"
 
 	"github.com/dubbogw/dubbogw/dubbo"
+	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/hessian"
 )
 
@@ -98,7 +100,84 @@ func BenchmarkGenericCall(b *testing.B) {
 				})
 			}
 		}
+		// The floor for one caller: what no client can beat.
+		b.Run(call.name+"/conc=1/floor", func(b *testing.B) {
+			floor, err := newFloorClient(p.Addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer floor.Close()
+			invoke := func(context.Context) (any, error) { return floor.call(oursInv) }
+			if v, err := invoke(context.Background()); err != nil || call.check(v) != nil {
+				b.Fatalf("floor %s: %v, %v", call.name, v, err)
+			}
+			runConcurrently(b, 1, invoke)
+		})
 	}
+}
+
+// floorClient is the least a client can do for one sequential caller: one
+// connection, no multiplexing, no goroutine hand-offs, no deadline; it
+// encodes the same request bytes as dubbogw's client, writes them, reads
+// the answer and decodes it, all on the calling goroutine. Its throughput
+// against the provider is the ceiling of any client's with one caller, so
+// it tells how much of a sequential call is the provider's and the
+// kernel's rather than the client's.
+type floorClient struct {
+	nc    net.Conn
+	r     *protocol.Reader
+	e     *hessian.Encoder
+	d     *hessian.Decoder
+	frame []byte
+	id    uint64
+}
+
+func newFloorClient(addr string) (*floorClient, error) {
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("dialling the provider: %w", err)
+	}
+	return &floorClient{nc: nc, r: protocol.NewReader(nc, protocol.DefaultMaxPayload),
+		e: hessian.NewEncoder(nil), d: hessian.NewDecoder(nil)}, nil
+}
+
+func (f *floorClient) Close() error { return f.nc.Close() }
+
+func (f *floorClient) call(inv *dubbo.Invocation) (any, error) {
+	f.id++
+	req := protocol.Request{ID: f.id, TwoWay: true, Path: inv.Interface, Version: inv.Version,
+		Method: protocol.MethodInvoke, ParamTypes: protocol.GenericParamTypes,
+		Attachments: map[string]string{"path": inv.Interface, "interface": inv.Interface,
+			"version": inv.Version, "timeout": "5000", "generic": "true"},
+		Args: []any{inv.Method, &hessian.List{Type: protocol.GenericTypesListType, Items: toAny(inv.ParamTypes)},
+			&hessian.List{Type: protocol.GenericArgsListType, Items: inv.Args}}}
+	var err error
+	if f.frame, err = protocol.AppendRequest(f.frame[:0], f.e, &req); err != nil {
+		return nil, err
+	}
+	if _, err := f.nc.Write(f.frame); err != nil {
+		return nil, err
+	}
+	h, body, err := f.r.Next()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := protocol.DecodeResponse(h, body, f.d)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Kind == protocol.KindException {
+		return nil, fmt.Errorf("provider threw %v", resp.Value)
+	}
+	return resp.Value, nil
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // runConcurrently makes b.N calls from conc goroutines and reports calls/s
