@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -22,7 +23,7 @@ func TestSelectAllocatesNothing(t *testing.T) {
 		t.Skip("the race detector makes sync.Pool allocate")
 	}
 	for _, name := range policyNames {
-		for _, n := range []int{3, 30, 300} {
+		for _, n := range []int{3, 30, 300, 1000} {
 			stats := NewStats(StatsOptions{})
 			p := mustPolicy(t, name, PolicyOptions{Stats: stats})
 			ps := benchProviders(n)
@@ -54,11 +55,11 @@ func TestInvokeAllocations(t *testing.T) {
 	}
 }
 
-// BenchmarkSelect measures each policy at 3, 30 and 300 providers. The
+// BenchmarkSelect measures each policy at 3, 30, 300 and 1,000 providers. The
 // "baseline" policy is the cheapest possible choice (one uniform random
 // index), for ratios.
 func BenchmarkSelect(b *testing.B) {
-	for _, n := range []int{3, 30, 300} {
+	for _, n := range []int{3, 30, 300, 1000} {
 		ps := benchProviders(n)
 		b.Run(fmt.Sprintf("baseline/%d", n), func(b *testing.B) {
 			b.ReportAllocs()
@@ -85,6 +86,38 @@ func BenchmarkSelect(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkRoundRobinSnapshot measures the first Select on a new snapshot
+// of 1,000 providers (weights 100, 150, 200), one provider fewer or more
+// than the previous one: carrying the current weights over by address and
+// recording the 2,999-pick cycle that follows them.
+func BenchmarkRoundRobinSnapshot(b *testing.B) {
+	all := benchProviders(1000)
+	p := mustPolicy(b, "roundrobin", PolicyOptions{})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ps := slices.Clone(all[i%2:]) // a snapshot never seen
+		p.Select(ps, nil)
+		i++
+	}
+}
+
+// BenchmarkRoundRobinFallback measures roundrobin where no cycle is
+// recorded (1,000 providers of weights 100 and 101: 100,500 picks), so
+// each Select runs Nginx's O(n) algorithm.
+func BenchmarkRoundRobinFallback(b *testing.B) {
+	ws := make([]int, 1000)
+	for i := range ws {
+		ws[i] = 100 + i%2
+	}
+	ps := newProviders(ws...)
+	p := mustPolicy(b, "roundrobin", PolicyOptions{})
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Select(ps, nil)
 	}
 }
 

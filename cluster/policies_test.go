@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func mustPolicy(t *testing.T, name string, opts PolicyOptions) Policy {
+func mustPolicy(t testing.TB, name string, opts PolicyOptions) Policy {
 	t.Helper()
 	p, err := NewPolicy(name, opts)
 	if err != nil {

@@ -102,7 +102,7 @@ func NewPolicy(name string, opts PolicyOptions) (Policy, error) {
 	case "", PolicyRandom:
 		return &weightedRandom{intN: opts.IntN, now: opts.Now}, nil
 	case PolicyRoundRobin:
-		return &smoothRoundRobin{now: opts.Now}, nil
+		return newSmoothRoundRobin(opts.Now, maxCycle), nil
 	case PolicyLeastActive:
 		if opts.Stats == nil {
 			return nil, fmt.Errorf("policy %s needs Stats", name)
