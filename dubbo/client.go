@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -239,6 +240,32 @@ func (c *Client) pool(addr string) (*pool, error) {
 	c.pools.Store(&pools)
 	p.start()
 	return p, nil
+}
+
+// Addrs lists the provider addresses the Client holds connections (or
+// reconnect loops) for.
+func (c *Client) Addrs() []string {
+	return slices.Sorted(maps.Keys(*c.pools.Load()))
+}
+
+// Forget closes everything the Client holds for addr: its connections
+// (calls still pending on them fail with ErrClosed) and its reconnect
+// loop. A registry that saw the provider go away calls it, so a removed
+// provider is not redialled for ever; a later call to addr connects anew.
+func (c *Client) Forget(addr string) {
+	c.mu.Lock()
+	old := *c.pools.Load()
+	p := old[addr]
+	if p == nil {
+		c.mu.Unlock()
+		return
+	}
+	pools := maps.Clone(old)
+	delete(pools, addr)
+	c.pools.Store(&pools)
+	c.mu.Unlock()
+	p.stop()
+	p.metrics.forget()
 }
 
 // callError names the call and the address in err.

@@ -222,7 +222,7 @@ func (cn *conn) writeLoop() {
 			}
 		case <-cn.done:
 			return
-		case <-cn.client.life.Done():
+		case <-cn.pool.life.Done():
 			cn.fail(ErrClosed)
 			return
 		}

@@ -152,6 +152,8 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 // addrMetrics are the series of one provider address, resolved once so the
 // hot path never looks labels up.
 type addrMetrics struct {
+	parent      *metrics
+	addr        string
 	connections prometheus.Gauge
 	pending     prometheus.Gauge
 	calls       [numOutcomes]prometheus.Counter
@@ -167,6 +169,8 @@ type addrMetrics struct {
 
 func (m *metrics) forAddr(addr string) *addrMetrics {
 	am := &addrMetrics{
+		parent:      m,
+		addr:        addr,
 		connections: m.connections.WithLabelValues(addr),
 		pending:     m.pending.WithLabelValues(addr),
 		duration:    m.duration.WithLabelValues(addr),
@@ -182,6 +186,18 @@ func (m *metrics) forAddr(addr string) *addrMetrics {
 		am.calls[o] = m.calls.WithLabelValues(addr, o.String())
 	}
 	return am
+}
+
+// forget deletes the address's series: a provider gone from the registry
+// must not leave label values behind for ever.
+func (am *addrMetrics) forget() {
+	m := am.parent
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.connections, m.pending, m.duration, m.reconnects, m.dialErrors, m.heartbeats, m.idleCloses,
+		m.readonly, m.late, m.batch, m.calls} {
+		v.DeletePartialMatch(prometheus.Labels{"addr": am.addr})
+	}
 }
 
 func (am *addrMetrics) observe(o outcome, took time.Duration) {

@@ -28,6 +28,8 @@ const (
 type pool struct {
 	client  *Client
 	addr    string
+	life    context.Context // ends with the Client, or when the pool is forgotten
+	stop    context.CancelFunc
 	metrics *addrMetrics
 	slots   []*slot
 	next    atomic.Uint32 // round robin over slots
@@ -47,6 +49,7 @@ type slot struct {
 
 func newPool(c *Client, addr string) *pool {
 	p := &pool{client: c, addr: addr, metrics: c.metrics.forAddr(addr)}
+	p.life, p.stop = context.WithCancel(c.life)
 	p.slots = make([]*slot, c.opts.ConnsPerAddr)
 	for i := range p.slots {
 		p.slots[i] = &slot{ready: make(chan struct{})}
@@ -95,7 +98,7 @@ func (p *pool) pick(ctx context.Context) (*conn, error) {
 			lastErr = err
 		}
 	}
-	if p.client.life.Err() != nil {
+	if p.life.Err() != nil {
 		return nil, ErrClosed
 	}
 	if lastErr == nil {
@@ -128,7 +131,7 @@ func (p *pool) maintain(s *slot) {
 	for attempt := 0; ; attempt++ {
 		cn, err := p.dial()
 		if err != nil {
-			if c.life.Err() != nil {
+			if p.life.Err() != nil {
 				return
 			}
 			s.setErr(err)
@@ -140,7 +143,7 @@ func (p *pool) maintain(s *slot) {
 				log.Debug("dubbo: cannot connect to provider", "error", err, "failures", failures)
 			}
 			markReady()
-			if !c.sleep(backoff(failures)) {
+			if !sleep(p.life, backoff(failures)) {
 				return
 			}
 			continue
@@ -158,7 +161,7 @@ func (p *pool) maintain(s *slot) {
 		s.setErr(err) // before the slot empties: a call finding it empty finds why
 		s.conn.Store(nil)
 		p.metrics.connections.Dec()
-		if c.life.Err() != nil {
+		if p.life.Err() != nil {
 			return
 		}
 		log.Warn("dubbo: connection to provider lost", "error", err)
@@ -167,7 +170,7 @@ func (p *pool) maintain(s *slot) {
 			continue
 		}
 		failures++
-		if !c.sleep(backoff(failures)) {
+		if !sleep(p.life, backoff(failures)) {
 			return
 		}
 	}
@@ -175,7 +178,7 @@ func (p *pool) maintain(s *slot) {
 
 func (p *pool) dial() (*conn, error) {
 	d := net.Dialer{Timeout: p.client.opts.DialTimeout}
-	nc, err := d.DialContext(p.client.life, "tcp", p.addr)
+	nc, err := d.DialContext(p.life, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}
@@ -191,14 +194,14 @@ func backoff(failures int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// sleep waits d, or until the Client stops (false).
-func (c *Client) sleep(d time.Duration) bool {
+// sleep waits d, or until life ends (false).
+func sleep(life context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-c.life.Done():
+	case <-life.Done():
 		return false
 	}
 }
