@@ -1,18 +1,21 @@
 // Package registry finds the providers of Dubbo services. A Registry hands
 // out Directories, one per service key, shared and reference-counted by every
-// route that calls the service; a Directory publishes immutable provider
-// snapshots that readers load without locking.
+// route and reference that calls the service; a Directory publishes immutable
+// provider snapshots that readers load without locking.
 //
 // Subscriptions are keyed by the service key (group/interface:version) and
 // nothing else — never by a URL carrying a timestamp — so however many routes
 // or requests ask for a service, it has exactly one directory: the
-// subscription leak of seed incident 000 cannot happen by construction.
+// subscription leak of seed incident 000 cannot happen by construction. A
+// directory nobody holds any more is released after a grace period, so a
+// reload that keeps a service keeps its subscription untouched.
 package registry
 
 import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dubbogw/dubbogw/cluster"
 )
@@ -38,26 +41,90 @@ func (k ServiceKey) String() string {
 // Registry is a source of providers.
 type Registry interface {
 	// Subscribe returns the directory of key, creating it on first use; every
-	// caller must Release it when done.
+	// caller must Release it when done. It never waits for the network: a new
+	// directory starts empty and fills in when the registry answers (see
+	// Directory.Ready).
 	Subscribe(key ServiceKey) *Directory
 	// Directories reports the live directories, for the admin API and metrics.
 	Directories() []DirectoryStatus
+	// Status reports the registry's connection and counts.
+	Status() Status
 	// Close releases everything the registry holds.
 	Close() error
 }
 
+// Connection states of Status.State.
+const (
+	StateStatic       = "static"       // no connection to keep
+	StateConnecting   = "connecting"   // never connected yet
+	StateConnected    = "connected"    // session up, watches live
+	StateDisconnected = "disconnected" // lost; last known providers keep serving
+	StateClosed       = "closed"
+)
+
+// Status describes a registry as a whole.
+type Status struct {
+	Type  string `json:"type"`
+	State string `json:"state"`
+	// Degraded is true while the registry cannot be reached: providers are
+	// the last known ones and changes are not seen.
+	Degraded bool `json:"degraded"`
+	// Error is the last connection problem, if any.
+	Error string `json:"error,omitempty"`
+	// Subscriptions is the number of live directories (service keys).
+	Subscriptions int `json:"subscriptions"`
+	// Watches is the number of registry watches set for them.
+	Watches int `json:"watches"`
+	// OrphanWatches are watches still set for subscriptions already
+	// released (ZooKeeper: go-zookeeper cannot remove a watch from the
+	// server; the registry clears them by moving to a new session).
+	OrphanWatches int `json:"orphan_watches"`
+	// Reconnects counts connections re-established after a loss, and
+	// SessionExpiries sessions lost for good (subscriptions then re-made).
+	Reconnects      uint64 `json:"reconnects"`
+	SessionExpiries uint64 `json:"session_expiries"`
+	// SessionRecycles counts sessions the registry replaced itself, to
+	// clear orphan watches.
+	SessionRecycles uint64 `json:"session_recycles"`
+	// Registered counts consumer nodes the gateway has registered.
+	Registered int `json:"registered"`
+}
+
+// Directory states, as DirectoryStatus.State reports them.
+const (
+	DirPending = "pending" // the registry has not answered yet
+	DirOK      = "ok"      // providers (possibly none) are current
+	DirStale   = "stale"   // the registry is unreachable: last known providers
+)
+
 // DirectoryStatus describes one directory.
 type DirectoryStatus struct {
-	Service   string   `json:"service"`
-	Refs      int      `json:"references"`
-	Providers []string `json:"providers"`
+	Service   string           `json:"service"`
+	State     string           `json:"state"`
+	Refs      int              `json:"references"`
+	Updated   time.Time        `json:"updated,omitzero"`
+	Providers []ProviderStatus `json:"providers"`
+}
+
+// ProviderStatus describes one provider of a directory.
+type ProviderStatus struct {
+	Addr   string `json:"address"`
+	Weight int    `json:"weight"`
 }
 
 // Directory is the current provider list of one service.
 type Directory struct {
 	key       ServiceKey
 	providers atomic.Pointer[[]*cluster.Provider]
+	updated   atomic.Int64 // unix nanoseconds of the last set
+	stale     atomic.Bool
+	readyOnce sync.Once
+	ready     chan struct{}
 	release   func(*Directory)
+}
+
+func newDirectory(key ServiceKey, release func(*Directory)) *Directory {
+	return &Directory{key: key, release: release, ready: make(chan struct{})}
 }
 
 // Key is the directory's service key.
@@ -71,25 +138,76 @@ func (d *Directory) Providers() []*cluster.Provider {
 	return nil
 }
 
+// Ready is closed once the registry has answered for the directory for the
+// first time (with providers or with none), or has given up for now
+// (unreachable). Waiting on it is how start-up and reloads avoid answering
+// 503 for services whose providers are about to be known.
+func (d *Directory) Ready() <-chan struct{} { return d.ready }
+
+// Updated is when the provider list was last set; zero before the first.
+func (d *Directory) Updated() time.Time {
+	if n := d.updated.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// State is DirPending, DirOK or DirStale.
+func (d *Directory) State() string {
+	switch {
+	case d.stale.Load():
+		return DirStale
+	case d.updated.Load() == 0:
+		return DirPending
+	}
+	return DirOK
+}
+
 // Release gives the caller's reference back.
 func (d *Directory) Release() { d.release(d) }
 
-// set publishes a new snapshot.
-func (d *Directory) set(ps []*cluster.Provider) { d.providers.Store(&ps) }
+// Set publishes a new snapshot (which the directory now owns) and marks
+// the directory current and ready.
+func (d *Directory) Set(ps []*cluster.Provider) {
+	d.providers.Store(&ps)
+	d.updated.Store(time.Now().UnixNano())
+	d.stale.Store(false)
+	d.markReady()
+}
 
-// directories is the ref-counted set of directories a registry shares.
-type directories struct {
-	mu   sync.Mutex
-	dirs map[ServiceKey]*dirEntry
+// MarkStale says the registry cannot be reached: the last known providers
+// stay, and a directory still waiting for its first answer stops waiting.
+func (d *Directory) MarkStale() {
+	d.stale.Store(true)
+	d.markReady()
+}
+
+func (d *Directory) markReady() { d.readyOnce.Do(func() { close(d.ready) }) }
+
+// Directories is the ref-counted set of directories a registry shares, one
+// per service key. A registry implementation supplies OnFirst (start
+// watching a key) and OnLast (stop): OnFirst runs when a key gets its
+// directory, OnLast when the directory has had no holder for Grace. Both
+// run with the set's lock held, so for one key they strictly alternate;
+// they must not block or call back into the set.
+type Directories struct {
+	Grace   time.Duration
+	OnFirst func(*Directory)
+	OnLast  func(*Directory)
+
+	mu     sync.Mutex
+	dirs   map[ServiceKey]*dirEntry
+	closed bool
 }
 
 type dirEntry struct {
-	dir  *Directory
-	refs int
+	dir   *Directory
+	refs  int
+	timer *time.Timer // pending release, when refs is 0
 }
 
-// acquire returns key's directory, creating it with fill when new.
-func (s *directories) acquire(key ServiceKey, fill func(*Directory)) *Directory {
+// Acquire returns key's directory, creating it on first use.
+func (s *Directories) Acquire(key ServiceKey) *Directory {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dirs == nil {
@@ -97,34 +215,93 @@ func (s *directories) acquire(key ServiceKey, fill func(*Directory)) *Directory 
 	}
 	if e, ok := s.dirs[key]; ok {
 		e.refs++
+		if e.timer != nil {
+			e.timer.Stop()
+			e.timer = nil
+		}
 		return e.dir
 	}
-	d := &Directory{key: key, release: s.release}
-	fill(d)
+	d := newDirectory(key, s.release)
 	s.dirs[key] = &dirEntry{dir: d, refs: 1}
+	if !s.closed && s.OnFirst != nil {
+		s.OnFirst(d)
+	}
 	return d
 }
 
-func (s *directories) release(d *Directory) {
+func (s *Directories) release(d *Directory) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.dirs[d.key]
-	if !ok || e.dir != d {
+	if !ok || e.dir != d || e.refs <= 0 {
 		return
 	}
-	if e.refs--; e.refs <= 0 {
-		delete(s.dirs, d.key)
+	if e.refs--; e.refs > 0 {
+		return
+	}
+	if s.Grace <= 0 || s.closed {
+		s.drop(e)
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(s.Grace, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if cur, ok := s.dirs[d.key]; ok && cur == e && e.refs == 0 && e.timer == t {
+			s.drop(e)
+		}
+	})
+	e.timer = t
+}
+
+// drop removes e; the lock is held.
+func (s *Directories) drop(e *dirEntry) {
+	delete(s.dirs, e.dir.key)
+	if !s.closed && s.OnLast != nil {
+		s.OnLast(e.dir)
 	}
 }
 
-func (s *directories) status() []DirectoryStatus {
+// Each calls f on every live directory with the lock held (f must not block
+// or call back into the set).
+func (s *Directories) Each(f func(*Directory)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.dirs {
+		f(e.dir)
+	}
+}
+
+// Len is the number of live directories, including those waiting out
+// their grace period.
+func (s *Directories) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.dirs)
+}
+
+// Close stops pending releases; OnFirst and OnLast are not called again.
+func (s *Directories) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	for _, e := range s.dirs {
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+	}
+}
+
+// Status reports the live directories, sorted by service.
+func (s *Directories) Status() []DirectoryStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]DirectoryStatus, 0, len(s.dirs))
 	for _, e := range s.dirs {
-		st := DirectoryStatus{Service: e.dir.key.String(), Refs: e.refs, Providers: []string{}}
+		st := DirectoryStatus{Service: e.dir.key.String(), State: e.dir.State(), Refs: e.refs,
+			Updated: e.dir.Updated(), Providers: []ProviderStatus{}}
 		for _, p := range e.dir.Providers() {
-			st.Providers = append(st.Providers, p.Addr)
+			st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Weight: p.Weight})
 		}
 		out = append(out, st)
 	}

@@ -1,7 +1,9 @@
-// Package testenv gives integration tests the addresses of the real services
-// scripts/test.sh starts on loopback (Redis, ZooKeeper). Outside that script
-// such tests skip; under CI (CI=true) a missing service fails them instead,
-// so a broken test script cannot pass by skipping.
+// Package testenv gives integration tests the real services they run
+// against: the addresses of those scripts/test.sh starts on loopback (Redis,
+// ZooKeeper), a private ZooKeeper a test can restart, and a TCP proxy a test
+// can pause to make a service unreachable. Outside that script such tests
+// skip; under CI (CI=true) a missing service fails them instead, so a broken
+// test script cannot pass by skipping.
 package testenv
 
 import (

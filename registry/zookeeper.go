@@ -1,0 +1,441 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/go-zookeeper/zk"
+)
+
+// ZooKeeperOptions configures a ZooKeeper registry.
+type ZooKeeperOptions struct {
+	// Addrs are the ZooKeeper servers, "host:port"; at least one.
+	Addrs []string
+	// Root is the root node, Dubbo's registry group: "dubbo" (the default)
+	// reads /dubbo/<interface>/providers, a group "g" reads /g/....
+	Root string
+	// SessionTimeout is the session timeout asked of ZooKeeper (which
+	// clamps it to its own range). Default 30s.
+	SessionTimeout time.Duration
+	// Timeout bounds one ZooKeeper operation, and how long directories
+	// wait for a first session before they are marked stale. Default 5s.
+	Timeout time.Duration
+	// Grace is how long a directory nobody holds is kept (with its
+	// watches) before it is released. Default 30s; negative releases at once.
+	Grace time.Duration
+	// WatchGC is the least time between two session recycles. ZooKeeper
+	// keeps the watches of a released interface until they fire, which for
+	// a node that does not exist can be never, and go-zookeeper cannot
+	// remove them; so while such orphan watches exist, the registry
+	// replaces its session at most once per WatchGC: it opens a new one,
+	// moves the live watches and consumer nodes to it, and only then closes
+	// the old one, which takes the orphans with it. Providers keep serving
+	// throughout. Default 1m; negative never recycles.
+	WatchGC time.Duration
+	// Register registers the gateway as a consumer of each service key it
+	// subscribes to: an ephemeral node under the interface's consumers
+	// node, created once the interface's providers node exists (so that a
+	// name nobody provides leaves nothing behind in ZooKeeper).
+	Register bool
+	// Application is the consumer URL's application. Default "dubbogw".
+	Application string
+	// ConsumerHost is the host in the consumer URL. Default: the local
+	// address of the connection to ZooKeeper.
+	ConsumerHost string
+	// Username and Password, when set, authenticate the session with the
+	// digest scheme.
+	Username, Password string
+	// Logger logs connection changes, skipped URLs and failed operations.
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+// ZooKeeper is a Registry reading Dubbo's interface-level layout in
+// ZooKeeper:
+//
+//	/<root>/<interface>/providers/<URL-encoded provider URL>
+//	/<root>/<interface>/configurators/<URL-encoded override URL>
+//	/<root>/<interface>/consumers/<URL-encoded consumer URL>   (Register)
+//
+// Every service key (group, version) of an interface shares the one watch on
+// its providers node and the one on its configurators node; a directory per
+// key is built from them. A single worker goroutine does all the ZooKeeper
+// work: Subscribe and the directory callbacks only record what changed and
+// nudge it, so no caller ever waits for ZooKeeper, and however often a key
+// is asked for, its interface is watched once. Watches of released
+// interfaces are cleared by recycling the session (see WatchGC).
+type ZooKeeper struct {
+	opts    ZooKeeperOptions
+	root    string // "/dubbo"
+	log     *slog.Logger
+	hooks   zkHooks
+	dirs    Directories
+	worker  *zkWorker
+	current atomic.Pointer[zkClient] // the client in use, for sessionID
+
+	nudge      chan struct{} // capacity 1: the worker has something to look at
+	quit       chan struct{} // closed by Close
+	workerDone chan struct{}
+	closeOnce  sync.Once
+
+	localHost   atomic.Pointer[string] // local host of the latest connection to ZooKeeper
+	unreachable atomic.Bool            // new directories are marked stale at once
+	closed      atomic.Bool
+	skipped     atomic.Uint64
+
+	// mu guards what the directory callbacks hand to the worker.
+	mu      sync.Mutex
+	want    map[string]map[ServiceKey]*Directory // interface → live directories
+	changed map[string]struct{}                  // interfaces whose directories changed since the worker looked
+
+	statusMu sync.Mutex
+	status   Status
+}
+
+// zkClient is one go-zookeeper client: a connection to the ensemble, the
+// session it keeps across reconnections, and what its session events said
+// last. The registry has one in use, and a second one while it recycles
+// the session.
+type zkClient struct {
+	conn   *zk.Conn
+	events <-chan zk.Event // closed once the client's goroutines have ended
+
+	mu      sync.Mutex
+	session sessionEvents
+}
+
+// sessionEvents is what a client's session events said last.
+type sessionEvents struct {
+	state       zk.State
+	established uint64 // StateHasSession events: a session was (re-)established
+}
+
+// onEvent receives every event of the client, on its receiving goroutine:
+// it must not block. Unlike the client's event channel, which drops events
+// when full, the callback sees every session change.
+func (c *zkClient) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	c.mu.Lock()
+	c.session.state = ev.State
+	if ev.State == zk.StateHasSession {
+		c.session.established++
+	}
+	c.mu.Unlock()
+}
+
+func (c *zkClient) sessionEvents() sessionEvents {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// Recycle stages, as zkHooks.recycle reports them.
+const (
+	recycleStarted   = "started"   // a new client is connecting
+	recycleSession   = "session"   // it has a session: watches and consumers move next
+	recycleMoved     = "moved"     // watches armed and consumers moved; the old session is still open
+	recycleDone      = "done"      // the new session is in use; the old one is closing
+	recycleAbandoned = "abandoned" // the old session stays; another try after WatchGC
+)
+
+// zkHooks let tests observe the worker; every hook runs on the worker's
+// goroutine, except dial.
+type zkHooks struct {
+	published func(ServiceKey, []*cluster.Provider) // a directory was Set
+	armed     func(path string)                     // a watch was set on path
+	fired     func(path string)                     // a counted watch on path fired
+	stepped   func()                                // the worker finished a round of work
+	recycle   func(stage string, orphans int)       // a session recycle reached stage, with this many orphan watches
+	dial      func() error                          // a client dials ZooKeeper (on the client's goroutine): an error fails the dial
+}
+
+// NewZooKeeper starts a ZooKeeper registry. It connects in the background,
+// so it fails only on bad options, never because ZooKeeper is down:
+// directories created meanwhile are marked stale once Timeout has passed
+// without a session, and fill in when ZooKeeper answers.
+func NewZooKeeper(opts ZooKeeperOptions) (*ZooKeeper, error) {
+	return newZooKeeper(opts, zkHooks{})
+}
+
+func newZooKeeper(opts ZooKeeperOptions, hooks zkHooks) (*ZooKeeper, error) {
+	if len(opts.Addrs) == 0 {
+		return nil, errors.New("zookeeper registry: no address")
+	}
+	for _, a := range opts.Addrs {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host == "" {
+			return nil, fmt.Errorf("zookeeper registry: address %q: want host:port", a)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("zookeeper registry: address %q: bad port", a)
+		}
+	}
+	root := strings.Trim(opts.Root, "/")
+	if root == "" {
+		root = "dubbo"
+	}
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = 30 * time.Second
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.Grace == 0 {
+		opts.Grace = 30 * time.Second
+	}
+	if opts.WatchGC == 0 {
+		opts.WatchGC = time.Minute
+	}
+	if opts.Application == "" {
+		opts.Application = "dubbogw"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	z := &ZooKeeper{
+		opts:       opts,
+		root:       "/" + root,
+		log:        opts.Logger.With("registry", "zookeeper"),
+		hooks:      hooks,
+		nudge:      make(chan struct{}, 1),
+		quit:       make(chan struct{}),
+		workerDone: make(chan struct{}),
+		want:       make(map[string]map[ServiceKey]*Directory),
+		changed:    make(map[string]struct{}),
+		status:     Status{Type: "zookeeper", State: StateConnecting},
+	}
+	z.dirs.Grace = opts.Grace
+	z.dirs.OnFirst = z.onFirst
+	z.dirs.OnLast = z.onLast
+	client, err := z.connect()
+	if err != nil {
+		return nil, fmt.Errorf("zookeeper registry: %w", err)
+	}
+	z.current.Store(client)
+	z.worker = newZKWorker(z, client)
+	go z.worker.run()
+	return z, nil
+}
+
+// connect starts a client, which connects and keeps a session in the
+// background.
+func (z *ZooKeeper) connect() (*zkClient, error) {
+	c := &zkClient{}
+	conn, events, err := zk.Connect(z.opts.Addrs, z.opts.SessionTimeout,
+		zk.WithHostProvider(&hostList{}),
+		zk.WithDialer(z.dial),
+		zk.WithEventCallback(func(ev zk.Event) {
+			c.onEvent(ev)
+			z.poke()
+		}),
+		zk.WithLogger(zkLogger{z.log}),
+		zk.WithLogInfo(false))
+	if err != nil {
+		return nil, fmt.Errorf("starting the ZooKeeper client: %w", err)
+	}
+	c.conn, c.events = conn, events
+	return c, nil
+}
+
+// awaitClient waits, at most Timeout, until a closed client's goroutines
+// have ended (the client closes its event channel then).
+func (z *ZooKeeper) awaitClient(c *zkClient) {
+	deadline := time.NewTimer(z.opts.Timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case _, open := <-c.events:
+			if !open {
+				return
+			}
+		case <-deadline.C:
+			z.log.Warn("ZooKeeper client still running after Close", "waited", z.opts.Timeout)
+			return
+		}
+	}
+}
+
+// sessionID is the session of the client in use.
+func (z *ZooKeeper) sessionID() int64 { return z.current.Load().conn.SessionID() }
+
+// Subscribe returns key's directory, creating it on first use. It only
+// records the key and nudges the worker: it never waits for ZooKeeper.
+func (z *ZooKeeper) Subscribe(key ServiceKey) *Directory {
+	d := z.dirs.Acquire(key)
+	if z.closed.Load() {
+		d.MarkStale()
+	}
+	return d
+}
+
+// Directories reports the live directories.
+func (z *ZooKeeper) Directories() []DirectoryStatus { return z.dirs.Status() }
+
+// Status reports the connection and the counts of subscriptions, watches
+// (live and orphan), session recycles and consumer registrations.
+func (z *ZooKeeper) Status() Status {
+	z.statusMu.Lock()
+	st := z.status
+	z.statusMu.Unlock()
+	st.Subscriptions = z.dirs.Len()
+	return st
+}
+
+// SkippedURLs counts the provider and override URLs ignored because the
+// gateway cannot use them (another protocol or serialization, malformed);
+// each is logged once, when it first appears.
+func (z *ZooKeeper) SkippedURLs() uint64 { return z.skipped.Load() }
+
+// Close closes the session, so ZooKeeper removes the gateway's consumer
+// nodes, and stops every goroutine the registry started. Directories keep
+// their last providers.
+func (z *ZooKeeper) Close() error {
+	z.closeOnce.Do(func() {
+		z.closed.Store(true)
+		z.dirs.Close()
+		close(z.quit)
+		<-z.workerDone
+		// Closing the clients (the one in use, and the one a recycle was
+		// readying) ends every call still in them (go-zookeeper answers them
+		// ErrConnectionClosed), so the helpers return; a helper closing a
+		// client a recycle replaced waits for it.
+		clients := z.worker.clients()
+		for _, c := range clients {
+			c.conn.Close()
+		}
+		z.worker.helpers.Wait()
+		for _, c := range clients {
+			z.awaitClient(c)
+		}
+		z.statusMu.Lock()
+		z.status.State = StateClosed
+		z.status.Watches = 0
+		z.status.OrphanWatches = 0
+		z.status.Registered = 0
+		z.statusMu.Unlock()
+	})
+	return nil
+}
+
+// onFirst runs when key gets a directory (with the directories' lock held).
+func (z *ZooKeeper) onFirst(d *Directory) {
+	key := d.Key()
+	z.mu.Lock()
+	m := z.want[key.Interface]
+	if m == nil {
+		m = make(map[ServiceKey]*Directory)
+		z.want[key.Interface] = m
+	}
+	m[key] = d
+	z.changed[key.Interface] = struct{}{}
+	z.mu.Unlock()
+	if z.unreachable.Load() {
+		d.MarkStale() // answer "no provider" now rather than wait for a session
+	}
+	z.poke()
+}
+
+// onLast runs when key's directory is released (with the directories'
+// lock held).
+func (z *ZooKeeper) onLast(d *Directory) {
+	key := d.Key()
+	z.mu.Lock()
+	if m := z.want[key.Interface]; m[key] == d {
+		delete(m, key)
+		if len(m) == 0 {
+			delete(z.want, key.Interface)
+		}
+	}
+	z.changed[key.Interface] = struct{}{}
+	z.mu.Unlock()
+	z.poke()
+}
+
+func (z *ZooKeeper) poke() {
+	select {
+	case z.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// dial connects to a ZooKeeper server and remembers the local address, the
+// default host of consumer URLs.
+func (z *ZooKeeper) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	if z.hooks.dial != nil {
+		if err := z.hooks.dial(); err != nil {
+			return nil, err
+		}
+	}
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if host, _, err := net.SplitHostPort(c.LocalAddr().String()); err == nil {
+		z.localHost.Store(&host)
+	}
+	return c, nil
+}
+
+// hostList hands the configured addresses to the client in turn, as
+// go-zookeeper's DNSHostProvider does, but without resolving them up front:
+// names are resolved at each dial, so a registry whose ZooKeeper name does
+// not resolve yet still starts and connects once it does.
+type hostList struct {
+	mu      sync.Mutex
+	hosts   []string
+	current int
+	last    int // the host of the last successful connection
+}
+
+func (h *hostList) Init(servers []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hosts, h.current, h.last = servers, -1, -1
+	return nil
+}
+
+func (h *hostList) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.hosts)
+}
+
+// Next returns the next host; retryStart is true when every host has been
+// tried since the last successful connection (the client then pauses).
+func (h *hostList) Next() (server string, retryStart bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.current = (h.current + 1) % len(h.hosts)
+	retryStart = h.current == h.last
+	if h.last == -1 {
+		h.last = 0
+	}
+	return h.hosts[h.current], retryStart
+}
+
+func (h *hostList) Connected() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last = h.current
+}
+
+// zkLogger sends go-zookeeper's own log lines to slog at debug level:
+// connection changes the registry logs itself, with context, at info.
+type zkLogger struct{ log *slog.Logger }
+
+func (l zkLogger) Printf(format string, args ...any) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug(fmt.Sprintf(format, args...), "source", "go-zookeeper")
+	}
+}

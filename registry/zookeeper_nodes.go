@@ -1,0 +1,252 @@
+package registry
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dubbogw/dubbogw/cluster"
+)
+
+// This file turns the children of an interface's providers and
+// configurators nodes into provider snapshots, without any I/O: the
+// ZooKeeper worker lists the nodes, these functions parse each child once and
+// build one snapshot per service key.
+
+// providerNode is one usable child of a providers node, parsed once when
+// it first appears and kept while it stays.
+type providerNode struct {
+	name       string            // the child's name, URL-encoded as listed
+	url        *ProviderURL      // the decoded URL
+	provider   *cluster.Provider // as the URL says, before overrides
+	host, port string
+}
+
+// parseProviderNode parses a child of a providers node. It returns nil and
+// an empty reason for a child that names no provider (Dubbo's empty://
+// marker), and nil with the reason for one this gateway cannot call.
+func parseProviderNode(name string) (*providerNode, string) {
+	raw, err := url.QueryUnescape(name)
+	if err != nil {
+		return nil, "not URL-encoded: " + err.Error()
+	}
+	if strings.HasPrefix(raw, "empty://") {
+		return nil, ""
+	}
+	u, err := ParseProviderURL(raw)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if u.Protocol != "dubbo" {
+		return nil, fmt.Sprintf("protocol %q: only dubbo is spoken", u.Protocol)
+	}
+	if c := u.Params.Get("category"); c != "" && c != "providers" {
+		return nil, fmt.Sprintf("category %q is not providers", c)
+	}
+	if !speaksHessian2(u.Params) {
+		return nil, fmt.Sprintf("serialization %q without hessian2 in prefer.serialization: only hessian2 is spoken", u.Params.Get("serialization"))
+	}
+	p, err := u.Provider()
+	if err != nil {
+		return nil, err.Error()
+	}
+	host, port, _ := net.SplitHostPort(u.Addr) // ParseProviderURL checked it
+	return &providerNode{name: name, url: u, provider: p, host: host, port: port}, ""
+}
+
+// speaksHessian2 reports whether a provider accepts hessian2: it names no
+// serialization (Dubbo's default is hessian2), names hessian2, or lists
+// hessian2 among those it prefers (Dubbo 3 negotiates from that list).
+func speaksHessian2(params url.Values) bool {
+	if s := params.Get("serialization"); s == "" || s == "hessian2" {
+		return true
+	}
+	for s := range strings.SplitSeq(params.Get("prefer.serialization"), ",") {
+		if strings.TrimSpace(s) == "hessian2" {
+			return true
+		}
+	}
+	return false
+}
+
+// override is one child of a configurators node, as far as this gateway
+// applies it: a weight, or disabling (or re-enabling) providers.
+type override struct {
+	name           string
+	anyHost        bool   // host 0.0.0.0: every provider
+	host, port     string // otherwise the providers on host (and port, when set)
+	version, group string // when set, only providers with that version / group
+	weight         int
+	setsWeight     bool
+	disabled       bool
+	setsDisabled   bool
+}
+
+// parseOverrideNode parses a child of iface's configurators node. It
+// returns nil and an empty reason for an override that does not apply to
+// providers here (enabled=false, side=consumer, or nothing this gateway
+// applies), and nil with the reason for a malformed one.
+func parseOverrideNode(iface, name string) (*override, string) {
+	raw, err := url.QueryUnescape(name)
+	if err != nil {
+		return nil, "not URL-encoded: " + err.Error()
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if u.Scheme != "override" {
+		return nil, fmt.Sprintf("scheme %q is not override", u.Scheme)
+	}
+	if p := strings.TrimPrefix(u.Path, "/"); p != "" && p != iface {
+		return nil, fmt.Sprintf("interface %q is not %q", p, iface)
+	}
+	q := u.Query()
+	if q.Get("enabled") == "false" || q.Get("side") == "consumer" {
+		return nil, ""
+	}
+	o := &override{name: name, host: u.Hostname(), port: u.Port(), version: q.Get("version"), group: q.Get("group")}
+	if o.host == "" {
+		return nil, "no host: want 0.0.0.0 or a provider's host"
+	}
+	o.anyHost = o.host == "0.0.0.0"
+	if w := q.Get("weight"); w != "" {
+		n, err := strconv.Atoi(w)
+		if err != nil {
+			return nil, fmt.Sprintf("weight %q is not an integer", w)
+		}
+		o.weight, o.setsWeight = n, true
+	}
+	switch q.Get("disabled") {
+	case "true":
+		o.disabled, o.setsDisabled = true, true
+	case "false":
+		o.setsDisabled = true
+	}
+	if !o.setsWeight && !o.setsDisabled {
+		return nil, ""
+	}
+	return o, ""
+}
+
+// appliesTo reports whether o targets the provider n.
+func (o *override) appliesTo(n *providerNode) bool {
+	return (o.anyHost || o.host == n.host) &&
+		(o.port == "" || o.port == n.port) &&
+		matchCondition(o.version, n.url.Params.Get("version")) &&
+		matchCondition(o.group, n.url.Params.Get("group"))
+}
+
+func matchCondition(want, got string) bool { return want == "" || want == "*" || want == got }
+
+// sortOverrides orders overrides as Dubbo applies them: those for every
+// host first, so that one naming a provider's host has the last word; by
+// name within each kind, so the order does not depend on listing order.
+func sortOverrides(list []*override) {
+	slices.SortFunc(list, func(a, b *override) int {
+		if a.anyHost != b.anyHost {
+			if a.anyHost {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.name, b.name)
+	})
+}
+
+// sortProviderNodes orders nodes by address, then name, so that a snapshot
+// is sorted by address and the same URL wins a duplicate address each time.
+func sortProviderNodes(ns []*providerNode) {
+	slices.SortFunc(ns, func(a, b *providerNode) int {
+		if c := strings.Compare(a.url.Addr, b.url.Addr); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+}
+
+// overridden identifies a provider as published after overrides changed
+// its weight, so that an unchanged result keeps its *cluster.Provider.
+type overridden struct {
+	node   *providerNode
+	weight int
+}
+
+// buildSnapshot returns key's providers among nodes (sorted by
+// sortProviderNodes) with overrides (sorted by sortOverrides) applied: one
+// per address, in address order. A provider keeps its node's
+// *cluster.Provider when no override changes it; a reweighted one is taken
+// from prev when it was built before, and recorded in next either way.
+func buildSnapshot(key ServiceKey, nodes []*providerNode, overrides []*override, prev, next map[overridden]*cluster.Provider) []*cluster.Provider {
+	out := make([]*cluster.Provider, 0, len(nodes))
+	for _, n := range nodes {
+		if !n.url.Matches(key) {
+			continue
+		}
+		weight, disabled := n.provider.Weight, false
+		for _, o := range overrides {
+			if !o.appliesTo(n) {
+				continue
+			}
+			if o.setsWeight {
+				weight = o.weight
+			}
+			if o.setsDisabled {
+				disabled = o.disabled
+			}
+		}
+		if disabled {
+			continue
+		}
+		if len(out) > 0 && out[len(out)-1].Addr == n.url.Addr {
+			continue // a second URL for an address already taken
+		}
+		p := n.provider
+		if weight != p.Weight {
+			k := overridden{n, weight}
+			if p = next[k]; p == nil {
+				if p = prev[k]; p == nil {
+					cp := *n.provider
+					cp.Weight = weight
+					p = &cp
+				}
+				next[k] = p
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// consumerURL is the URL the gateway registers under a service's consumers
+// node, as a Java consumer of key would.
+func consumerURL(host string, key ServiceKey, application string, timestampMs int64, pid int) string {
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	var b strings.Builder
+	b.WriteString("consumer://")
+	b.WriteString(host)
+	b.WriteByte('/')
+	b.WriteString(key.Interface)
+	b.WriteString("?application=")
+	b.WriteString(url.QueryEscape(application))
+	b.WriteString("&category=consumers&check=false&dubbo=2.0.2&interface=")
+	b.WriteString(url.QueryEscape(key.Interface))
+	b.WriteString("&side=consumer&timestamp=")
+	b.WriteString(strconv.FormatInt(timestampMs, 10))
+	b.WriteString("&pid=")
+	b.WriteString(strconv.Itoa(pid))
+	if key.Version != "" {
+		b.WriteString("&version=")
+		b.WriteString(url.QueryEscape(key.Version))
+	}
+	if key.Group != "" {
+		b.WriteString("&group=")
+		b.WriteString(url.QueryEscape(key.Group))
+	}
+	return b.String()
+}

@@ -1,0 +1,243 @@
+package registry
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// This file is the worker's session recycle, which clears orphan watches
+// (see the comment at the top of zookeeper_worker.go).
+
+// collectOrphans starts a session recycle when one is due, and carries on
+// with the one under way once its new session is up (or gives it up).
+func (w *zkWorker) collectOrphans() {
+	if w.z.opts.WatchGC < 0 {
+		return
+	}
+	now := time.Now()
+	if w.next != nil {
+		switch {
+		case !w.connected:
+			w.abandonRecycle("the session in use lost its connection")
+		case w.next.sessionEvents().state == zk.StateHasSession && !w.pending():
+			w.recycle()
+		case !now.Before(w.nextDeadline):
+			w.abandonRecycle(fmt.Sprintf("no new session within %s", w.z.opts.Timeout))
+		}
+		return
+	}
+	_, orphans := w.countWatches()
+	if orphans == 0 || !w.connected || w.pending() {
+		return
+	}
+	if due := w.lastRecycle.Add(w.z.opts.WatchGC); now.Before(due) {
+		w.gc.Reset(due.Sub(now))
+		return
+	}
+	w.lastRecycle = now
+	next, err := w.z.connect()
+	if err != nil {
+		w.z.log.Warn("cannot recycle the ZooKeeper session", "err", err, "retry_in", w.z.opts.WatchGC)
+		return
+	}
+	w.next, w.nextDeadline = next, now.Add(w.z.opts.Timeout)
+	w.gc.Reset(w.z.opts.Timeout)
+	w.recycleHook(recycleStarted, orphans)
+}
+
+// pending reports whether an operation the worker gave up waiting for is
+// still in the client in use, or its credentials are not added yet: a
+// recycle waits until the client is quiet.
+func (w *zkWorker) pending() bool {
+	if !w.authed || w.authBusy {
+		return true
+	}
+	for _, pw := range w.watches {
+		if pw.busy {
+			return true
+		}
+	}
+	for _, c := range w.consumers {
+		if c.busy {
+			return true
+		}
+	}
+	return false
+}
+
+// countWatches counts the armed watches of live interfaces and those of
+// released ones (orphans).
+func (w *zkWorker) countWatches() (live, orphans int) {
+	for _, pw := range w.watches {
+		switch {
+		case !pw.armed:
+		case pw.live:
+			live++
+		default:
+			orphans++
+		}
+	}
+	return live, orphans
+}
+
+// recycle moves to w.next, whose session is up: it arms the live
+// interfaces' watches on it and lists them, moves the registered consumer
+// nodes to it, then switches to it and closes the old client. A connection
+// problem of the new client gives the recycle up, the old client staying
+// in use; another problem (an interface that cannot be listed, a consumer
+// node that cannot be moved) is left to the new session's ordinary retries.
+func (w *zkWorker) recycle() {
+	start := time.Now()
+	next, old := w.next, w.client
+	live, orphans := w.countWatches()
+	w.recycleHook(recycleSession, orphans)
+
+	if w.z.opts.Username != "" || w.z.opts.Password != "" {
+		cred := []byte(w.z.opts.Username + ":" + w.z.opts.Password)
+		r, ok := w.call(recycleOp{}, nil, 0, func() opResult { return opResult{err: next.conn.AddAuth("digest", cred)} })
+		if err := recycleErr(r, ok); err != nil {
+			w.abandonRecycle("adding digest credentials: " + err.Error())
+			return
+		}
+	}
+
+	type listing struct {
+		s    *ifaceState
+		kind int
+		res  opResult
+	}
+	listings := make([]listing, 0, 2*len(w.ifaces))
+	for _, s := range w.ifaces {
+		for kind, pw := range s.paths {
+			path := pw.path
+			r, ok := w.call(recycleOp{}, nil, 0, func() opResult { return watchChildren(next.conn, path) })
+			r.err = recycleErr(r, ok)
+			if isConnectionError(r.err) {
+				w.abandonRecycle(fmt.Sprintf("listing %s: %v", path, r.err))
+				return
+			}
+			listings = append(listings, listing{s, kind, r})
+		}
+	}
+
+	moved := make(map[*consumerNode]bool, len(w.consumers))
+	for _, c := range w.consumers {
+		if !c.want || !c.registered {
+			continue // not registered, or its node goes with the old session
+		}
+		path := c.path
+		r, ok := w.call(recycleOp{}, nil, 0, func() opResult { return opResult{err: createEphemeral(next.conn, path)} })
+		err := recycleErr(r, ok)
+		if isConnectionError(err) {
+			for m := range moved {
+				m.registered = false // moved to the session given up: registered again on the old one
+			}
+			w.abandonRecycle(fmt.Sprintf("registering consumer %s: %v", c.key, err))
+			return
+		}
+		if err != nil {
+			w.z.log.Warn("cannot move a consumer node to the new session: registering it again", "consumer", c.key, "err", err)
+			continue
+		}
+		moved[c] = true
+	}
+	w.recycleHook(recycleMoved, orphans)
+
+	// Switch. The old client's watch events, still to come, carry old tokens.
+	w.client, w.next = next, nil
+	w.z.current.Store(next)
+	w.established, w.sessionID = next.sessionEvents().established, next.conn.SessionID()
+	w.authed = true
+	w.recycles++
+	for _, pw := range w.watches {
+		pw.armed = false
+		pw.token++
+		w.forget(pw) // an orphan: gone with the old session
+	}
+	for _, l := range listings {
+		pw := l.s.paths[l.kind]
+		if l.res.err != nil {
+			l.s.need[l.kind], l.s.listed[l.kind] = true, false
+			continue
+		}
+		pw.armed = true
+		w.forwardWatch(pw, pw.token, l.res.watch)
+		l.s.need[l.kind], l.s.listed[l.kind] = false, true
+		w.setListing(l.s, l.kind, l.res)
+	}
+	for _, s := range w.ifaces {
+		if s.listed == [2]bool{true, true} {
+			s.failed = false
+			w.publish(s) // sets only the directories whose providers changed, or not current
+		}
+	}
+	for _, c := range w.consumers {
+		if c.registered && !moved[c] {
+			c.registered = false
+		}
+	}
+	w.closeClient(old)
+	w.z.log.Info("recycled the ZooKeeper session to clear orphan watches",
+		"old_session", fmt.Sprintf("%#x", old.conn.SessionID()), "session", fmt.Sprintf("%#x", w.sessionID),
+		"orphan_watches_cleared", orphans, "watches", live, "consumers_moved", len(moved), "took", time.Since(start))
+	w.recycleHook(recycleDone, orphans)
+}
+
+// recycleErr is the error of an operation of a recycle.
+func recycleErr(r opResult, ok bool) error {
+	if !ok {
+		return errGaveUp
+	}
+	return r.err
+}
+
+// abandonRecycle closes the client a recycle was readying and keeps the
+// one in use; the next try is WatchGC away.
+func (w *zkWorker) abandonRecycle(reason string) {
+	select {
+	case <-w.z.quit:
+		return // closing: Close closes w.next
+	default:
+	}
+	next := w.next
+	w.next = nil
+	w.closeClient(next)
+	w.lastRecycle = time.Now()
+	w.gc.Reset(w.z.opts.WatchGC)
+	w.z.log.Warn("cannot recycle the ZooKeeper session: keeping the one in use",
+		"reason", reason, "retry_in", w.z.opts.WatchGC)
+	_, orphans := w.countWatches()
+	w.recycleHook(recycleAbandoned, orphans)
+}
+
+// closeClient closes c on a helper goroutine, which waits for c's
+// goroutines to end (Close waits for the helper).
+func (w *zkWorker) closeClient(c *zkClient) {
+	w.helpers.Add(1)
+	go func() {
+		defer w.helpers.Done()
+		c.conn.Close()
+		w.z.awaitClient(c)
+	}()
+}
+
+// forwardWatch hands the watch armed for pw as token to a helper that
+// reports its event on w.fired.
+func (w *zkWorker) forwardWatch(pw *pathWatch, token uint64, ch <-chan zk.Event) {
+	if w.hooks.armed != nil {
+		w.hooks.armed(pw.path)
+	}
+	w.helpers.Add(1)
+	go func() {
+		defer w.helpers.Done()
+		w.forward(pw, token, ch)
+	}()
+}
+
+func (w *zkWorker) recycleHook(stage string, orphans int) {
+	if w.hooks.recycle != nil {
+		w.hooks.recycle(stage, orphans)
+	}
+}

@@ -1,0 +1,972 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/go-zookeeper/zk"
+)
+
+// How operations are bounded. go-zookeeper's calls take no context and can
+// block: a request queued while the client is disconnected waits for a
+// connection (the client fails it with ErrNoServer after each round of
+// failed dials, ErrConnectionClosed when a connection drops, or when Close
+// is called), and a connection to a server that accepts but never answers
+// holds requests for up to ten receive timeouts. So the worker runs each
+// operation on a helper goroutine and waits at most Timeout for it. An
+// operation it gave up on is not retried while it is still in the client —
+// the helper hands its late result to the worker when it returns, which it
+// does at the latest when the connection drops or the registry closes — so
+// there is never a second watch call outstanding on a path.
+//
+// go-zookeeper cannot remove a watch, so a released interface's watches stay
+// set (orphans) until they fire, which for a node that does not exist can be
+// never. Left alone, clients naming ever new interfaces would grow them
+// without bound; so while there are any, the worker recycles the session at
+// most once per WatchGC, make-before-break: it opens a second client, waits
+// for its session, arms the live interfaces' watches and lists them on it,
+// moves the consumer nodes to it, and only then switches to it and closes
+// the old client, whose session takes the orphans (and its client-side
+// channels and goroutines) with it. Directories keep their snapshots
+// throughout: nothing is marked stale, and a listing that did not change
+// publishes nothing.
+
+// Kinds of the two watched nodes of an interface, indexes of ifaceState's arrays.
+const (
+	nodeProviders = iota
+	nodeConfigurators
+)
+
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
+// zkWorker is the goroutine that does all of a registry's ZooKeeper work,
+// one operation at a time (each on a helper goroutine it waits for, as
+// explained above). Everything in it is owned by that goroutine, except
+// helpers, which Close waits on (and the clients, which Close closes once
+// the worker has returned).
+type zkWorker struct {
+	z       *ZooKeeper
+	client  *zkClient // the client in use
+	hooks   zkHooks
+	late    chan lateResult // results of operations the worker stopped waiting for
+	fired   chan firedWatch // watch events
+	helpers sync.WaitGroup  // goroutines running an operation or waiting for its watch
+
+	ifaces    map[string]*ifaceState
+	watches   map[string]*pathWatch // by path, also those of released interfaces until they fire
+	consumers map[ServiceKey]*consumerNode
+
+	established   uint64 // sessionEvents.established last handled
+	sessionID     int64
+	connected     bool
+	everConnected bool
+	authed        bool
+	authBusy      bool
+	reconnects    uint64
+	expiries      uint64
+	lastErr       string
+	backoff       time.Duration
+	retry         *time.Timer
+
+	next         *zkClient // a client a session recycle is readying, or nil
+	nextDeadline time.Time // when the recycle gives up waiting for next's session
+	lastRecycle  time.Time // when the last recycle started (the worker, before the first)
+	recycles     uint64
+	gc           *time.Timer // wakes the worker when a recycle is due, or its wait is over
+}
+
+// ifaceState is what the worker knows of one interface with live directories.
+type ifaceState struct {
+	name   string
+	dirs   map[ServiceKey]*Directory
+	paths  [2]*pathWatch
+	need   [2]bool // the node must be listed (again)
+	listed [2]bool // the node was listed since the session was last (re)established
+	failed bool    // the last listing failed: directories are stale
+	retry  time.Time
+	// hasProviders is true once a listing found the providers node: only
+	// then are consumer nodes registered under the interface.
+	hasProviders bool
+
+	providerNodes map[string]*providerNode // by child name; nil for a skipped child
+	nodes         []*providerNode          // the usable ones, by address
+	overrideNodes map[string]*override     // by child name; nil for one that does not apply
+	overrides     []*override              // the applicable ones, in application order
+	reweighted    map[overridden]*cluster.Provider
+}
+
+// pathWatch is the watch on one node. go-zookeeper cannot remove a watch
+// from the server: when an interface is released its watches are
+// "dropped" by no longer re-arming them — the record stays until the watch
+// fires, its event is ignored, and a new subscription meanwhile reuses it.
+//
+// An armed record that is not live is an orphan: a session recycle clears it.
+type pathWatch struct {
+	path  string
+	iface string
+	kind  int
+	live  bool   // an interface state holds it: re-arm it when it fires
+	armed bool   // a watch is set (in the client in use and on the server)
+	busy  bool   // an operation on the path is in the client (still, if the worker gave up on it)
+	token uint64 // identifies the watch call armed last
+}
+
+// consumerNode is the gateway's registration as a consumer of one key.
+type consumerNode struct {
+	key        ServiceKey
+	path       string // fixed at the first registration, re-used after a session expiry
+	want       bool
+	registered bool
+	busy       bool // an operation is in the client (still, if the worker gave up on it)
+	creating   bool // the operation in flight creates (rather than deletes)
+	retry      time.Time
+}
+
+// opResult is what one ZooKeeper operation returns to the worker.
+type opResult struct {
+	children []string
+	exists   bool            // a listing found the node
+	watch    <-chan zk.Event // set when the operation set a watch
+	err      error
+}
+
+type lateResult struct {
+	target any // *pathWatch, *consumerNode, authOp or recycleOp
+	token  uint64
+	res    opResult
+}
+
+// firedWatch says that the watch armed for pathWatch as token fired: the
+// node changed, or the client dropped the watch (session expired).
+type firedWatch struct {
+	watch *pathWatch
+	token uint64
+}
+
+// authOp marks the late result of adding credentials.
+type authOp struct{}
+
+// recycleOp marks the late result of an operation on the client a
+// session recycle was readying: the recycle was abandoned, nothing to do.
+type recycleOp struct{}
+
+func newZKWorker(z *ZooKeeper, client *zkClient) *zkWorker {
+	return &zkWorker{
+		z:         z,
+		client:    client,
+		hooks:     z.hooks,
+		late:      make(chan lateResult),
+		fired:     make(chan firedWatch),
+		ifaces:    make(map[string]*ifaceState),
+		watches:   make(map[string]*pathWatch),
+		consumers: make(map[ServiceKey]*consumerNode),
+		backoff:   minBackoff,
+	}
+}
+
+func (w *zkWorker) run() {
+	defer close(w.z.workerDone)
+	firstSession := time.NewTimer(w.z.opts.Timeout)
+	defer firstSession.Stop()
+	w.retry = time.NewTimer(time.Hour)
+	w.retry.Stop()
+	defer w.retry.Stop()
+	w.gc = time.NewTimer(time.Hour)
+	w.gc.Stop()
+	defer w.gc.Stop()
+	w.lastRecycle = time.Now()
+	for {
+		w.step()
+		select {
+		case <-w.z.quit:
+			return
+		case <-w.z.nudge:
+		case r := <-w.late:
+			w.onLate(r)
+		case f := <-w.fired:
+			w.onFired(f)
+		case <-firstSession.C:
+			w.onNoFirstSession()
+		case <-w.retry.C:
+		case <-w.gc.C:
+		}
+	}
+}
+
+// clients are the clients the worker holds: the one in use and the one a
+// recycle is readying. Close calls it once the worker has returned.
+func (w *zkWorker) clients() []*zkClient {
+	if w.next != nil {
+		return []*zkClient{w.client, w.next}
+	}
+	return []*zkClient{w.client}
+}
+
+// step brings everything up to date as far as it can without waiting for
+// anything but the operations it runs.
+func (w *zkWorker) step() {
+	w.syncSession()
+	w.syncSubscriptions()
+	if w.connected {
+		w.work()
+	}
+	w.collectOrphans()
+	w.publishStatus()
+	if w.hooks.stepped != nil {
+		w.hooks.stepped()
+	}
+}
+
+// syncSession follows the client's session: a session (re-)established, a
+// new session after expiry, or the connection lost.
+func (w *zkWorker) syncSession() {
+	ev := w.client.sessionEvents()
+	up := ev.state == zk.StateHasSession
+	if up && ev.established != w.established {
+		w.established = ev.established
+		sid := w.client.conn.SessionID()
+		if w.everConnected {
+			w.reconnects++
+		}
+		if w.sessionID != 0 && sid != w.sessionID {
+			w.expiries++
+			w.newSession()
+			w.z.log.Warn("ZooKeeper session expired: a new session re-arms watches and re-registers",
+				"old_session", fmt.Sprintf("%#x", w.sessionID), "session", fmt.Sprintf("%#x", sid))
+		} else {
+			w.z.log.Info("connected to ZooKeeper", "session", fmt.Sprintf("%#x", sid), "server", w.client.conn.Server())
+		}
+		w.sessionID = sid
+		w.connected, w.everConnected = true, true
+		w.z.unreachable.Store(false)
+		w.lastErr = ""
+		// The client re-sends its watches on a reconnection (SetWatches),
+		// and the server fires those whose node changed meanwhile; but the
+		// client only logs it when that request fails. List everything once.
+		for _, s := range w.ifaces {
+			s.need = [2]bool{true, true}
+			s.retry = time.Time{}
+		}
+		return
+	}
+	if !up && w.connected {
+		w.connected = false
+		w.z.unreachable.Store(true)
+		w.lastErr = "connection to ZooKeeper lost (" + ev.state.String() + ")"
+		w.z.log.Warn("lost ZooKeeper: serving the last known providers", "state", ev.state.String())
+		for _, s := range w.ifaces {
+			s.listed = [2]bool{}
+			s.need = [2]bool{true, true}
+			s.markStale()
+		}
+	}
+}
+
+// newSession forgets what the expired session held: its watches (which
+// the client has invalidated) and its ephemeral consumer nodes.
+func (w *zkWorker) newSession() {
+	for _, pw := range w.watches {
+		if pw.armed && !pw.busy {
+			pw.armed = false
+			pw.token++ // the invalidated watch's event is now ignored
+			w.forget(pw)
+		}
+	}
+	for _, c := range w.consumers {
+		if !c.busy {
+			c.registered = false
+		}
+	}
+}
+
+// onNoFirstSession runs Timeout after start: without a session by then,
+// directories stop waiting for one.
+func (w *zkWorker) onNoFirstSession() {
+	if w.everConnected {
+		return
+	}
+	w.z.unreachable.Store(true)
+	w.lastErr = fmt.Sprintf("no ZooKeeper session within %s", w.z.opts.Timeout)
+	w.z.log.Warn("ZooKeeper unreachable: directories answer no provider until it is", "addrs", w.z.opts.Addrs)
+	for _, s := range w.ifaces {
+		s.markStale()
+	}
+	w.publishStatus()
+}
+
+// syncSubscriptions takes the directories created and released since the
+// last look.
+func (w *zkWorker) syncSubscriptions() {
+	w.z.mu.Lock()
+	if len(w.z.changed) == 0 {
+		w.z.mu.Unlock()
+		return
+	}
+	changed := make(map[string]map[ServiceKey]*Directory, len(w.z.changed))
+	for name := range w.z.changed {
+		changed[name] = maps.Clone(w.z.want[name])
+	}
+	clear(w.z.changed)
+	w.z.mu.Unlock()
+	for name, want := range changed {
+		w.reconcile(name, want)
+	}
+}
+
+// reconcile makes interface name's state hold exactly the directories in want.
+func (w *zkWorker) reconcile(name string, want map[ServiceKey]*Directory) {
+	s := w.ifaces[name]
+	if s == nil && len(want) > 0 {
+		if !validNodeName(name) {
+			w.z.log.Warn("interface name cannot be a ZooKeeper node: it has no providers", "interface", name)
+			for _, d := range want {
+				d.Set(nil)
+			}
+			return
+		}
+		s = w.newIface(name)
+	}
+	if s == nil {
+		return
+	}
+	for key, d := range s.dirs {
+		if want[key] != d {
+			delete(s.dirs, key)
+			w.unregister(key)
+		}
+	}
+	added := false
+	for key, d := range want {
+		if s.dirs[key] == d {
+			continue
+		}
+		s.dirs[key] = d
+		w.register(key)
+		added = true
+		if s.failed || !w.connected && w.z.unreachable.Load() {
+			d.MarkStale()
+		}
+	}
+	if len(s.dirs) == 0 {
+		w.dropIface(s)
+		return
+	}
+	if added && w.connected && s.listed == [2]bool{true, true} && !s.failed {
+		w.publish(s)
+	}
+}
+
+func validNodeName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+}
+
+func (w *zkWorker) newIface(name string) *ifaceState {
+	s := &ifaceState{
+		name:          name,
+		dirs:          make(map[ServiceKey]*Directory),
+		need:          [2]bool{true, true},
+		providerNodes: make(map[string]*providerNode),
+		overrideNodes: make(map[string]*override),
+	}
+	for kind, node := range [2]string{nodeProviders: "providers", nodeConfigurators: "configurators"} {
+		path := w.z.root + "/" + name + "/" + node
+		pw := w.watches[path]
+		if pw == nil {
+			pw = &pathWatch{path: path, iface: name, kind: kind}
+			w.watches[path] = pw
+		}
+		pw.live = true
+		s.paths[kind] = pw
+	}
+	w.ifaces[name] = s
+	return s
+}
+
+// dropIface stops watching a released interface: its watches are no longer
+// re-armed (see pathWatch).
+func (w *zkWorker) dropIface(s *ifaceState) {
+	for _, pw := range s.paths {
+		pw.live = false
+		w.forget(pw)
+	}
+	delete(w.ifaces, s.name)
+}
+
+// forget removes a watch record nobody needs and nothing is pending on.
+func (w *zkWorker) forget(pw *pathWatch) {
+	if !pw.live && !pw.armed && !pw.busy && w.watches[pw.path] == pw {
+		delete(w.watches, pw.path)
+	}
+}
+
+func (w *zkWorker) register(key ServiceKey) {
+	if !w.z.opts.Register {
+		return
+	}
+	c := w.consumers[key]
+	if c == nil {
+		c = &consumerNode{key: key}
+		w.consumers[key] = c
+	}
+	c.want = true
+}
+
+func (w *zkWorker) unregister(key ServiceKey) {
+	if c := w.consumers[key]; c != nil {
+		c.want = false
+	}
+}
+
+// work runs the operations pending, while connected: credentials, listings
+// and consumer nodes. An item that fails is retried after a backoff; a
+// failure of the connection itself ends the round.
+func (w *zkWorker) work() {
+	now := time.Now()
+	var next time.Time // the earliest retry due
+	later := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	failed := false
+	fail := func(err error) {
+		failed = true
+		w.lastErr = err.Error()
+		w.z.log.Warn("ZooKeeper operation failed", "err", err, "retry_in", w.backoff)
+	}
+	defer func() {
+		if failed {
+			w.backoff = min(w.backoff*2, maxBackoff)
+		} else if next.IsZero() {
+			w.backoff = minBackoff
+			w.lastErr = ""
+		}
+		if !next.IsZero() {
+			w.retry.Reset(time.Until(next))
+		}
+	}()
+
+	if !w.authed {
+		if err := w.authenticate(); err != nil {
+			fail(err)
+			later(now.Add(w.backoff))
+			return
+		}
+		if !w.authed {
+			return // still in the client; its late result wakes the worker
+		}
+	}
+	for _, s := range w.ifaces {
+		if s.need == [2]bool{} {
+			continue
+		}
+		if now.Before(s.retry) {
+			later(s.retry)
+			continue
+		}
+		if err := w.refresh(s); err != nil {
+			fail(err)
+			s.retry = now.Add(w.backoff)
+			later(s.retry)
+			if isConnectionError(err) {
+				return
+			}
+		}
+	}
+	for key, c := range w.consumers {
+		if c.busy {
+			continue
+		}
+		if now.Before(c.retry) {
+			later(c.retry)
+			continue
+		}
+		var err error
+		switch {
+		case c.want && !c.registered:
+			if s := w.ifaces[key.Interface]; s == nil || !s.hasProviders {
+				continue // the providers node's watch wakes the worker when it appears
+			}
+			err = w.createConsumer(c)
+		case !c.want && c.registered:
+			err = w.deleteConsumer(c)
+		case !c.want:
+			delete(w.consumers, key)
+		}
+		if err != nil {
+			fail(err)
+			c.retry = now.Add(w.backoff)
+			later(c.retry)
+			if isConnectionError(err) {
+				return
+			}
+		}
+	}
+}
+
+var errGaveUp = errors.New("no answer within the timeout")
+
+func isConnectionError(err error) bool {
+	return errors.Is(err, errGaveUp) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrClosing)
+}
+
+// authenticate adds the digest credentials once; the client re-sends them
+// on every reconnection itself.
+func (w *zkWorker) authenticate() error {
+	if w.z.opts.Username == "" && w.z.opts.Password == "" {
+		w.authed = true
+		return nil
+	}
+	if w.authBusy {
+		return nil
+	}
+	conn, cred := w.client.conn, []byte(w.z.opts.Username+":"+w.z.opts.Password)
+	w.authBusy = true
+	r, ok := w.call(authOp{}, nil, 0, func() opResult { return opResult{err: conn.AddAuth("digest", cred)} })
+	if !ok {
+		return fmt.Errorf("adding digest credentials: %w", errGaveUp)
+	}
+	w.authBusy = false
+	if r.err != nil {
+		return fmt.Errorf("adding digest credentials: %w", r.err)
+	}
+	w.authed = true
+	return nil
+}
+
+// refresh lists the nodes of s that need it and publishes the result.
+func (w *zkWorker) refresh(s *ifaceState) error {
+	changed := false
+	for kind, pw := range s.paths {
+		if !s.need[kind] || pw.busy {
+			continue // a given-up operation's late result re-marks the need
+		}
+		r, err := w.list(pw)
+		if err != nil {
+			s.failed = true
+			s.markStale()
+			return fmt.Errorf("listing %s: %w", pw.path, err)
+		}
+		s.need[kind], s.listed[kind], changed = false, true, true
+		w.setListing(s, kind, r)
+	}
+	if changed && s.listed == [2]bool{true, true} {
+		s.failed = false
+		w.publish(s)
+	}
+	return nil
+}
+
+// setListing takes a listing of s's node kind.
+func (w *zkWorker) setListing(s *ifaceState, kind int, r opResult) {
+	if kind == nodeProviders {
+		s.hasProviders = r.exists
+		w.setProviders(s, r.children)
+	} else {
+		w.setOverrides(s, r.children)
+	}
+}
+
+// list returns the children of pw's node (none when it does not exist),
+// arming its watch when none is set.
+func (w *zkWorker) list(pw *pathWatch) (opResult, error) {
+	conn, path, arm := w.client.conn, pw.path, !pw.armed
+	if arm {
+		pw.token++
+	}
+	token := pw.token
+	op := func() opResult { return listChildren(conn, path) }
+	if arm {
+		op = func() opResult { return watchChildren(conn, path) }
+	}
+	pw.busy = true
+	r, ok := w.call(pw, pw, token, op)
+	if !ok {
+		return opResult{}, errGaveUp
+	}
+	pw.busy = false
+	w.adopt(pw, token, r)
+	return r, r.err
+}
+
+// watchChildren lists path's children and sets a watch: a child watch
+// when the node exists, an exists watch (which fires on its creation) when
+// it does not.
+func watchChildren(conn *zk.Conn, path string) opResult {
+	for range 3 {
+		children, _, ch, err := conn.ChildrenW(path)
+		if err == nil {
+			return opResult{children: children, exists: true, watch: ch}
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			return opResult{err: err}
+		}
+		exists, _, ch, err := conn.ExistsW(path)
+		if err != nil {
+			return opResult{err: err}
+		}
+		if !exists {
+			return opResult{watch: ch}
+		}
+		// Created between the two calls. ExistsW then set a data watch,
+		// which fires only if the node's data changes or it is deleted; it
+		// is left unread (the client buffers its one event and drops the
+		// channel). List again, for a child watch.
+	}
+	return opResult{err: fmt.Errorf("%s keeps appearing and disappearing", path)}
+}
+
+func listChildren(conn *zk.Conn, path string) opResult {
+	children, _, err := conn.Children(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return opResult{}
+	}
+	return opResult{children: children, exists: err == nil, err: err}
+}
+
+// adopt records the watch an operation on pw set.
+func (w *zkWorker) adopt(pw *pathWatch, token uint64, r opResult) {
+	if r.watch == nil || token != pw.token {
+		return
+	}
+	pw.armed = true
+	if w.hooks.armed != nil {
+		w.hooks.armed(pw.path)
+	}
+}
+
+// call runs op on a helper goroutine and waits at most Timeout for it.
+// When it gives up, the helper sends the result to w.late once op returns;
+// either way, a watch the operation set for pw (as token) is waited for by
+// the helper and reported on w.fired. Without pw, a watch the operation
+// set is the caller's to forward.
+func (w *zkWorker) call(target any, pw *pathWatch, token uint64, op func() opResult) (opResult, bool) {
+	select {
+	case <-w.z.quit:
+		return opResult{}, false // closing: start nothing more
+	default:
+	}
+	c := &pendingCall{done: make(chan opResult, 1)}
+	w.helpers.Add(1)
+	go func() {
+		defer w.helpers.Done()
+		r := op()
+		if !c.deliver(r) {
+			select {
+			case w.late <- lateResult{target: target, token: token, res: r}:
+			case <-w.z.quit:
+				return
+			}
+		}
+		if r.watch != nil && pw != nil {
+			w.forward(pw, token, r.watch)
+		}
+	}()
+	timer := time.NewTimer(w.z.opts.Timeout)
+	defer timer.Stop()
+	select {
+	case r := <-c.done:
+		return r, true
+	case <-timer.C:
+	case <-w.z.quit:
+	}
+	return c.abandon()
+}
+
+// forward waits for a watch's one event and hands it to the worker.
+func (w *zkWorker) forward(pw *pathWatch, token uint64, ch <-chan zk.Event) {
+	select {
+	case _, ok := <-ch:
+		if !ok {
+			return
+		}
+		select {
+		case w.fired <- firedWatch{watch: pw, token: token}:
+		case <-w.z.quit:
+		}
+	case <-w.z.quit:
+	}
+}
+
+// pendingCall hands an operation's result to the waiting worker, unless
+// the worker has given up on it.
+type pendingCall struct {
+	mu        sync.Mutex
+	abandoned bool
+	done      chan opResult // capacity 1
+}
+
+func (c *pendingCall) deliver(r opResult) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.abandoned {
+		return false
+	}
+	c.done <- r
+	return true
+}
+
+// abandon gives up on the call, unless its result came in meanwhile.
+func (c *pendingCall) abandon() (opResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case r := <-c.done:
+		return r, true
+	default:
+		c.abandoned = true
+		return opResult{}, false
+	}
+}
+
+// onLate takes the result of an operation the worker stopped waiting for.
+func (w *zkWorker) onLate(r lateResult) {
+	switch t := r.target.(type) {
+	case *pathWatch:
+		t.busy = false
+		w.adopt(t, r.token, r.res)
+		if s := w.ifaces[t.iface]; t.live && s != nil {
+			s.need[t.kind] = true // list again: the result is old news by now
+		}
+		w.forget(t)
+	case *consumerNode:
+		t.busy = false
+		if r.res.err == nil {
+			t.registered = t.creating
+		}
+	case authOp:
+		w.authBusy = false
+		w.authed = r.res.err == nil
+	case recycleOp:
+	}
+}
+
+// onFired takes a watch's event: the node changed (list it again, which
+// re-arms the watch), or the watch is gone (session expired).
+func (w *zkWorker) onFired(f firedWatch) {
+	pw := f.watch
+	if f.token != pw.token || !pw.armed {
+		return // a watch no longer counted: replaced after a session expiry
+	}
+	pw.armed = false
+	if w.hooks.fired != nil {
+		w.hooks.fired(pw.path)
+	}
+	if s := w.ifaces[pw.iface]; pw.live && s != nil {
+		s.need[pw.kind] = true
+		return
+	}
+	w.forget(pw) // a dropped watch fired: not re-armed
+}
+
+// setProviders takes a new listing of s's providers node. Children seen
+// before keep their parsed node (and so their *cluster.Provider).
+func (w *zkWorker) setProviders(s *ifaceState, children []string) {
+	byName := make(map[string]*providerNode, len(children))
+	nodes := make([]*providerNode, 0, len(children))
+	for _, name := range children {
+		n, seen := s.providerNodes[name]
+		if !seen {
+			var reason string
+			if n, reason = parseProviderNode(name); reason != "" {
+				w.skip(s.name, "provider", name, reason)
+			}
+		}
+		byName[name] = n
+		if n != nil {
+			nodes = append(nodes, n)
+		}
+	}
+	sortProviderNodes(nodes)
+	s.providerNodes, s.nodes = byName, nodes
+}
+
+// setOverrides takes a new listing of s's configurators node.
+func (w *zkWorker) setOverrides(s *ifaceState, children []string) {
+	byName := make(map[string]*override, len(children))
+	list := make([]*override, 0, len(children))
+	for _, name := range children {
+		o, seen := s.overrideNodes[name]
+		if !seen {
+			var reason string
+			if o, reason = parseOverrideNode(s.name, name); reason != "" {
+				w.skip(s.name, "override", name, reason)
+			}
+		}
+		byName[name] = o
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	sortOverrides(list)
+	s.overrideNodes, s.overrides = byName, list
+}
+
+func (w *zkWorker) skip(iface, what, name, reason string) {
+	w.z.skipped.Add(1)
+	decoded, err := url.QueryUnescape(name)
+	if err != nil {
+		decoded = name
+	}
+	w.z.log.Warn("skipping a "+what+" URL", "interface", iface, "url", decoded, "reason", reason)
+}
+
+// publish sets the directories of s whose providers changed, and those
+// not current (pending or stale).
+func (w *zkWorker) publish(s *ifaceState) {
+	next := make(map[overridden]*cluster.Provider, len(s.reweighted))
+	for key, d := range s.dirs {
+		snap := buildSnapshot(key, s.nodes, s.overrides, s.reweighted, next)
+		if d.State() == DirOK && slices.Equal(d.Providers(), snap) {
+			continue
+		}
+		d.Set(snap)
+		if w.hooks.published != nil {
+			w.hooks.published(key, snap)
+		}
+	}
+	s.reweighted = next
+}
+
+func (s *ifaceState) markStale() {
+	for _, d := range s.dirs {
+		d.MarkStale()
+	}
+}
+
+// createConsumer registers the gateway as a consumer of c.key.
+func (w *zkWorker) createConsumer(c *consumerNode) error {
+	if c.path == "" {
+		host := w.z.opts.ConsumerHost
+		if host == "" {
+			if h := w.z.localHost.Load(); h != nil {
+				host = *h
+			}
+		}
+		u := consumerURL(host, c.key, w.z.opts.Application, time.Now().UnixMilli(), os.Getpid())
+		c.path = w.z.root + "/" + c.key.Interface + "/consumers/" + url.QueryEscape(u)
+	}
+	conn, path := w.client.conn, c.path
+	c.busy, c.creating = true, true
+	r, ok := w.call(c, nil, 0, func() opResult { return opResult{err: createEphemeral(conn, path)} })
+	if !ok {
+		return fmt.Errorf("registering consumer %s: %w", c.key, errGaveUp)
+	}
+	c.busy = false
+	if r.err != nil {
+		return fmt.Errorf("registering consumer %s: %w", c.key, r.err)
+	}
+	c.registered = true
+	return nil
+}
+
+// deleteConsumer removes the gateway's consumer node of c.key.
+func (w *zkWorker) deleteConsumer(c *consumerNode) error {
+	conn, path := w.client.conn, c.path
+	c.busy, c.creating = true, false
+	r, ok := w.call(c, nil, 0, func() opResult {
+		err := conn.Delete(path, -1)
+		if errors.Is(err, zk.ErrNoNode) {
+			err = nil
+		}
+		return opResult{err: err}
+	})
+	if !ok {
+		return fmt.Errorf("unregistering consumer %s: %w", c.key, errGaveUp)
+	}
+	c.busy = false
+	if r.err != nil {
+		return fmt.Errorf("unregistering consumer %s: %w", c.key, r.err)
+	}
+	c.registered = false
+	return nil
+}
+
+// createEphemeral creates path as an ephemeral node of conn's session,
+// creating its missing parents as persistent nodes (open ACL, as Dubbo
+// does). A node of another session at path (an expired session of ours
+// the server has not cleaned up yet, or the session a recycle replaces) is
+// replaced in one transaction, so the node never disappears meanwhile.
+func createEphemeral(conn *zk.Conn, path string) error {
+	acl := zk.WorldACL(zk.PermAll)
+	_, err := conn.Create(path, nil, zk.FlagEphemeral, acl)
+	if errors.Is(err, zk.ErrNoNode) {
+		for i := 1; i < len(path); i++ {
+			if path[i] != '/' {
+				continue
+			}
+			if _, err := conn.Create(path[:i], nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return err
+			}
+		}
+		_, err = conn.Create(path, nil, zk.FlagEphemeral, acl)
+	}
+	for range 3 {
+		if !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+		// Ours (an earlier answer was lost), or another session's.
+		exists, st, xerr := conn.Exists(path)
+		switch {
+		case xerr != nil:
+			return xerr
+		case !exists:
+			_, err = conn.Create(path, nil, zk.FlagEphemeral, acl)
+		case st.EphemeralOwner == conn.SessionID():
+			return nil
+		default:
+			// One transaction: a failed delete (the node changed
+			// meanwhile) fails the create too, and ZooKeeper answers the
+			// delete's error.
+			_, err = conn.Multi(
+				&zk.DeleteRequest{Path: path, Version: st.Version},
+				&zk.CreateRequest{Path: path, Acl: acl, Flags: zk.FlagEphemeral})
+			if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+				err = zk.ErrNodeExists // look again
+			}
+		}
+	}
+	return err
+}
+
+// publishStatus makes the worker's view readable by Status.
+func (w *zkWorker) publishStatus() {
+	st := Status{
+		Type:            "zookeeper",
+		State:           StateConnecting,
+		Degraded:        w.z.unreachable.Load(),
+		Error:           w.lastErr,
+		Reconnects:      w.reconnects,
+		SessionExpiries: w.expiries,
+	}
+	switch {
+	case w.connected:
+		st.State = StateConnected
+	case w.everConnected:
+		st.State = StateDisconnected
+	}
+	st.Watches, st.OrphanWatches = w.countWatches()
+	st.SessionRecycles = w.recycles
+	for _, c := range w.consumers {
+		if c.registered {
+			st.Registered++
+		}
+	}
+	w.z.statusMu.Lock()
+	if w.z.status.State != StateClosed {
+		w.z.status = st
+	}
+	w.z.statusMu.Unlock()
+}
