@@ -130,7 +130,21 @@ registries:
     type: static
     providers:
       com.example.demo.UserService: ["127.0.0.1:20880", "dubbo://127.0.0.1:20881?version=1.0.0&group=g1&weight=200"]
+  zk:
+    type: zookeeper
+    address: "zookeeper://127.0.0.1:2181, 127.0.0.2:2181"
+    root: dubbo-prod
+    session_timeout: 10s
+    timeout: 2s
+    register: false
+    application: edge
+    username: gw
+    password: secret
+    release_after: 1m
+    watch_gc: 5m
+    startup_wait: 500ms
 dubbo:
+  references: {max: 64, idle_ttl: 1m}
   conns_per_addr: 2
   dial_timeout: 1s
   heartbeat: 30s
@@ -274,9 +288,14 @@ func TestParseFullConfig(t *testing.T) {
 		},
 		Registries: map[string]*Registry{"local": {Type: "static", Providers: map[string][]string{
 			"com.example.demo.UserService": {"127.0.0.1:20880", "dubbo://127.0.0.1:20881?version=1.0.0&group=g1&weight=200"},
-		}}},
+		}, ReleaseAfter: DefaultRegistryReleaseAfter, StartupWait: DefaultRegistryStartupWait},
+			"zk": {Type: "zookeeper", Address: "zookeeper://127.0.0.1:2181, 127.0.0.2:2181", Root: "dubbo-prod",
+				SessionTimeout: Duration(10 * time.Second), Timeout: Duration(2 * time.Second), Register: ptr(false),
+				Application: "edge", Username: "gw", Password: "secret", ReleaseAfter: Duration(time.Minute), WatchGC: Duration(5 * time.Minute),
+				StartupWait: Duration(500 * time.Millisecond)}},
 		Dubbo: DubboClient{ConnsPerAddr: 2, DialTimeout: Duration(time.Second), Heartbeat: Duration(30 * time.Second),
-			MaxPayload: 4 << 20, MaxPending: 500, Types: map[string]map[string]string{"com.example.demo.User": {"createdAt": "java.util.Date"}}},
+			MaxPayload: 4 << 20, MaxPending: 500, Types: map[string]map[string]string{"com.example.demo.User": {"createdAt": "java.util.Date"}},
+			References: References{Max: 64, IdleTTL: Duration(time.Minute)}},
 		Demo: Demo{HTTP: "127.0.0.1:18081", Dubbo: "127.0.0.1:20880"},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -2,11 +2,50 @@ package config
 
 // Registry is a source of Dubbo providers.
 type Registry struct {
-	// Type is "static" (providers listed here). ZooKeeper comes with the registry issue.
+	// Type is "static" (providers listed here) or "zookeeper".
 	Type string `yaml:"type"`
 	// Providers (static) maps an interface name to its provider URLs:
 	// "dubbo://10.0.0.1:20880?version=1.0.0&group=g&weight=100" or plain "10.0.0.1:20880".
 	Providers map[string][]string `yaml:"providers"`
+
+	// Address (zookeeper) is "host:port", several separated by commas
+	// ("zookeeper://" in front is accepted).
+	Address string `yaml:"address"`
+	// Root (zookeeper) is the root node, Dubbo's registry group. Default "dubbo".
+	Root string `yaml:"root"`
+	// SessionTimeout (zookeeper) of the ZooKeeper session. Default 30s.
+	SessionTimeout Duration `yaml:"session_timeout"`
+	// Timeout (zookeeper) bounds one ZooKeeper operation. Default 5s.
+	Timeout Duration `yaml:"timeout"`
+	// Register (zookeeper) the gateway as a consumer of each service it
+	// calls (ephemeral nodes, so Dubbo Admin shows it). Default true.
+	Register *bool `yaml:"register"`
+	// Application is the application name in consumer URLs. Default "dubbogw".
+	Application string `yaml:"application"`
+	// Username and Password (zookeeper) enable digest authentication.
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	// ReleaseAfter is how long a subscription nobody uses is kept (so a
+	// reload that keeps a service does not re-subscribe). Default 30s.
+	ReleaseAfter Duration `yaml:"release_after"`
+	// WatchGC (zookeeper): a ZooKeeper watch cannot be removed, so watches
+	// of released subscriptions are cleared by moving to a new session
+	// (made before the old one closes), at most this often. Default 1m.
+	WatchGC Duration `yaml:"watch_gc"`
+	// StartupWait bounds how long a start or a reload waits for the
+	// registry's first answer about the services its routes call. Default 3s.
+	StartupWait Duration `yaml:"startup_wait"`
+}
+
+// References bounds the Dubbo references made on demand (the generic
+// pass-through): one per (interface, version, group, timeout). Routes'
+// own references are always kept.
+type References struct {
+	// Max references kept beyond those routes hold, least recently used
+	// evicted first. Default 1024.
+	Max int `yaml:"max"`
+	// IdleTTL evicts a reference unused for this long. Default 10m.
+	IdleTTL Duration `yaml:"idle_ttl"`
 }
 
 // DubboClient sets the Dubbo client shared by every Dubbo route.
@@ -23,6 +62,8 @@ type DubboClient struct {
 	MaxPending int `yaml:"max_pending"`
 	// Types declares DTO field types for every route: class → field → Java type.
 	Types map[string]map[string]string `yaml:"types"`
+	// References bounds references made on demand.
+	References References `yaml:"references"`
 }
 
 // DubboRoute turns a route's requests into calls of one Dubbo method (or,
@@ -44,6 +85,10 @@ type DubboRoute struct {
 	Async bool `yaml:"async"`
 	// Timeout of one call. Default 1s, as Java Dubbo.
 	Timeout Duration `yaml:"timeout"`
+	// Check refuses to start (or reload) when the service has no provider
+	// once the registry has answered, as Dubbo's check=true. Default false:
+	// the route answers 503 NO_PROVIDER until a provider registers.
+	Check bool `yaml:"check"`
 	// Cluster is failover (default) or failfast.
 	Cluster string `yaml:"cluster"`
 	// Retries on other providers (failover, idempotent methods only). Default 2.

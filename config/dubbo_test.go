@@ -63,6 +63,20 @@ func TestDubboConfigProblems(t *testing.T) {
 			`registries.local.providers["a.B"][0]`, `protocol "http" is not supported`},
 		{"unknown registry type", "registries:\n  zk:\n    type: etcd\n",
 			"registries.zk.type", `unknown registry type "etcd"`},
+		{"zookeeper without address", "registries:\n  zk:\n    type: zookeeper\n",
+			"registries.zk.address", "required: ZooKeeper's host:port"},
+		{"zookeeper bad address", "registries:\n  zk:\n    type: zookeeper\n    address: \"127.0.0.1:2181,nohost\"\n",
+			"registries.zk.address", `"nohost" is not host:port`},
+		{"zookeeper with providers", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    providers: {a.B: [\"127.0.0.1:1\"]}\n",
+			"registries.zk.providers", "providers are for static registries"},
+		{"zookeeper root path", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    root: a/b\n",
+			"registries.zk.root", "want one node name"},
+		{"zookeeper session", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    session_timeout: 1s\n",
+			"registries.zk.session_timeout", "must be at least 2s"},
+		{"zookeeper half auth", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    username: u\n",
+			"registries.zk.username", "username and password go together"},
+		{"references max", "dubbo: {references: {max: -1}}\n",
+			"dubbo.references.max", "must be at least 1"},
 		{"async without generic", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      generic: false\n      async: true\n"),
 			"routes[0].dubbo.async", "async ($invokeAsync) is a generic call"},
 		{"bad types", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      types: {a.Dto: {\"bad field\": int}}\n"),
@@ -109,6 +123,15 @@ func TestDubboDefaults(t *testing.T) {
 	}
 	if c.Registries["local"].Type != "static" || c.Dubbo.MaxPayload != 8<<20 || c.Dubbo.Heartbeat != DefaultDubboHeartbeat {
 		t.Errorf("client defaults: %+v %+v", c.Registries["local"], c.Dubbo)
+	}
+	zk, err := Parse([]byte("registries:\n  zk: {type: zookeeper, address: \"zookeeper://127.0.0.1:2181,127.0.0.1:2182\"}\n"), "t.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := zk.Registries["zk"]; r.Root != "dubbo" || r.SessionTimeout != DefaultZooKeeperSessionTimeout || !*r.Register ||
+		r.Application != "dubbogw" || r.ReleaseAfter != DefaultRegistryReleaseAfter || r.StartupWait != DefaultRegistryStartupWait ||
+		len(ZooKeeperAddrs(r.Address)) != 2 || zk.Dubbo.References.Max != DefaultMaxReferences {
+		t.Errorf("zookeeper defaults: %+v", r)
 	}
 	// POST is not idempotent unless the route says so.
 	c, err = Parse([]byte(dubboRoute(`{methods: [POST], path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n")), "t.yaml", nil)

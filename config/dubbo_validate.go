@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -28,6 +29,22 @@ const (
 	DefaultBreakerMinRequests = 20
 	DefaultBreakerOpenFor     = Duration(10 * time.Second)
 	DefaultBreakerProbes      = 1
+
+	DefaultZooKeeperRoot           = "dubbo"
+	DefaultZooKeeperSessionTimeout = Duration(30 * time.Second)
+	DefaultZooKeeperTimeout        = Duration(5 * time.Second)
+	DefaultRegistryApplication     = "dubbogw"
+	DefaultRegistryReleaseAfter    = Duration(30 * time.Second)
+	DefaultRegistryStartupWait     = Duration(3 * time.Second)
+	DefaultZooKeeperWatchGC        = Duration(time.Minute)
+	DefaultMaxReferences           = 1024
+	DefaultReferenceIdleTTL        = Duration(10 * time.Minute)
+)
+
+// Registry types.
+const (
+	RegistryStatic    = "static"
+	RegistryZooKeeper = "zookeeper"
 )
 
 // Sources of a DubboParam.
@@ -52,9 +69,22 @@ func defaultDubbo(c *Config) {
 	setDefault(&d.Heartbeat, DefaultDubboHeartbeat)
 	setDefault(&d.MaxPayload, DefaultDubboMaxPayload)
 	setDefault(&d.MaxPending, DefaultDubboMaxPending)
+	setDefault(&d.References.Max, DefaultMaxReferences)
+	setDefault(&d.References.IdleTTL, DefaultReferenceIdleTTL)
 	for _, reg := range c.Registries {
-		if reg != nil {
-			setDefault(&reg.Type, "static")
+		if reg == nil {
+			continue
+		}
+		setDefault(&reg.Type, RegistryStatic)
+		setDefault(&reg.ReleaseAfter, DefaultRegistryReleaseAfter)
+		setDefault(&reg.StartupWait, DefaultRegistryStartupWait)
+		if reg.Type == RegistryZooKeeper {
+			setDefault(&reg.Root, DefaultZooKeeperRoot)
+			setDefault(&reg.SessionTimeout, DefaultZooKeeperSessionTimeout)
+			setDefault(&reg.Timeout, DefaultZooKeeperTimeout)
+			setDefault(&reg.Application, DefaultRegistryApplication)
+			setDefault(&reg.WatchGC, DefaultZooKeeperWatchGC)
+			setDefaultPtr(&reg.Register, true)
 		}
 	}
 	for _, r := range c.Routes {
@@ -133,8 +163,13 @@ func validateDubbo(ps *problems, c *Config) {
 			ps.add(path, 0, "empty registry: set type and providers")
 			continue
 		}
-		if reg.Type != "static" {
-			ps.add(path+".type", 0, "unknown registry type %q (known: static)", reg.Type)
+		switch reg.Type {
+		case RegistryZooKeeper:
+			validateZooKeeper(ps, path, reg)
+			continue
+		case RegistryStatic:
+		default:
+			ps.add(path+".type", 0, "unknown registry type %q (known: static, zookeeper)", reg.Type)
 			continue
 		}
 		if len(reg.Providers) == 0 {
@@ -151,6 +186,9 @@ func validateDubbo(ps *problems, c *Config) {
 				}
 			}
 		}
+	}
+	if d.References.Max < 1 {
+		ps.add("dubbo.references.max", 0, "must be at least 1, got %d", d.References.Max)
 	}
 	if c.Demo.Dubbo != "" {
 		if err := checkListenAddr(c.Demo.Dubbo); err != nil {
@@ -357,4 +395,42 @@ func JavaName(s string) bool {
 		}
 	}
 	return true
+}
+
+// ZooKeeperAddrs splits a zookeeper registry address ("h:p,h2:p", with or
+// without "zookeeper://") into host:port entries.
+func ZooKeeperAddrs(address string) []string {
+	address = strings.TrimPrefix(strings.TrimSpace(address), "zookeeper://")
+	var out []string
+	for _, a := range strings.Split(address, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func validateZooKeeper(ps *problems, path string, reg *Registry) {
+	if len(reg.Providers) > 0 {
+		ps.add(path+".providers", 0, "providers are for static registries; a zookeeper registry reads them from ZooKeeper")
+	}
+	addrs := ZooKeeperAddrs(reg.Address)
+	if len(addrs) == 0 {
+		ps.add(path+".address", 0, "required: ZooKeeper's host:port (several separated by commas)")
+	}
+	for _, a := range addrs {
+		host, port, err := net.SplitHostPort(a)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			ps.add(path+".address", 0, "%q is not host:port", a)
+		}
+	}
+	if strings.Contains(strings.Trim(reg.Root, "/"), "/") || strings.Trim(reg.Root, "/") == "" {
+		ps.add(path+".root", 0, "%q: want one node name, such as \"dubbo\"", reg.Root)
+	}
+	if reg.SessionTimeout.D() < 2*time.Second {
+		ps.add(path+".session_timeout", 0, "must be at least 2s, got %s", reg.SessionTimeout.D())
+	}
+	if (reg.Username == "") != (reg.Password == "") {
+		ps.add(path+".username", 0, "username and password go together")
+	}
 }
