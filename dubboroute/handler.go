@@ -26,8 +26,9 @@ import (
 
 // Deps are the process-wide parts a Dubbo route uses.
 type Deps struct {
-	Client     *dubbo.Client
-	Registries map[string]registry.Registry
+	Client *dubbo.Client
+	// References are the reference caches of the registries, by name.
+	References map[string]*registry.References
 	// Types are DTO field types shared by every route (dubbo.types).
 	Types map[string]map[string]string
 	// ClusterMetrics receives load-balancing and breaker metrics; nil: none.
@@ -47,6 +48,8 @@ type Handler struct {
 	timeout  time.Duration
 
 	// A method route:
+	refs       *registry.References
+	ref        *registry.Reference // pinned while the route lives
 	dir        *registry.Directory
 	params     []param
 	bodyMode   bodyMode
@@ -55,14 +58,13 @@ type Handler struct {
 	paramTypes []string // erased Java names, for $invoke and descriptors
 
 	// A pass-through route:
-	reg         registry.Registry
 	passthrough *passthrough
 }
 
 // New compiles a route's Dubbo section. Release the handler with Close.
 func New(route string, cfg *config.DubboRoute, d Deps) (*Handler, error) {
-	reg, ok := d.Registries[cfg.Registry]
-	if !ok {
+	refs, ok := d.References[cfg.Registry]
+	if !ok || refs == nil {
 		return nil, fmt.Errorf("registry: %q is not defined", cfg.Registry)
 	}
 	schema := jsonbridge.Schema{}
@@ -91,8 +93,7 @@ func New(route string, cfg *config.DubboRoute, d Deps) (*Handler, error) {
 		return nil, err
 	}
 	if cfg.Passthrough != nil {
-		h.reg = reg
-		h.passthrough = newPassthrough(cfg.Passthrough.Allow, reg)
+		h.passthrough = newPassthrough(cfg.Passthrough.Allow, refs)
 		return h, nil
 	}
 	if h.params, h.bodyMode, err = compileParams(enc, cfg.Params); err != nil {
@@ -110,9 +111,17 @@ func New(route string, cfg *config.DubboRoute, d Deps) (*Handler, error) {
 			return nil, fmt.Errorf("params: %w", err)
 		}
 	}
-	// One directory per service key, shared with every other route calling
-	// the same service; a service with no provider keeps its one directory.
-	h.dir = reg.Subscribe(registry.ServiceKey{Interface: cfg.Interface, Group: cfg.Group, Version: cfg.Version})
+	// One reference per (service, timeout) and one directory per service
+	// key, shared with every other route calling the same service; a service
+	// with no provider keeps its one directory, waiting for providers.
+	h.refs = refs
+	h.ref = refs.Pin(registry.RefKey{
+		Service: registry.ServiceKey{Interface: cfg.Interface, Group: cfg.Group, Version: cfg.Version}, Timeout: h.timeout})
+	if h.ref == nil {
+		h.cluster.Close()
+		return nil, fmt.Errorf("registry: %q is closed", cfg.Registry)
+	}
+	h.dir = h.ref.Dir
 	return h, nil
 }
 
@@ -121,14 +130,15 @@ func (h *Handler) readonly(p *cluster.Provider) bool {
 	return h.client != nil && h.client.Readonly(p.Addr)
 }
 
-// Close releases the route's directories and cluster.
+// Directory is the directory of a method route (nil for a pass-through
+// route): start-up waits on it, and check: true looks at its providers.
+func (h *Handler) Directory() *registry.Directory { return h.dir }
+
+// Close releases the route's reference and cluster.
 func (h *Handler) Close() {
 	h.cluster.Close()
-	if h.dir != nil {
-		h.dir.Release()
-	}
-	if h.passthrough != nil {
-		h.passthrough.close()
+	if h.ref != nil {
+		h.refs.Unpin(h.ref)
 	}
 }
 

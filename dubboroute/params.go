@@ -313,5 +313,11 @@ func paramErr(p *param, err error) error {
 	if err == nil {
 		return nil
 	}
+	// A string from the path, query or a header has no JSON structure:
+	// the root path "$" would only be noise in its message.
+	var pe *jsonbridge.PathError
+	if errors.As(err, &pe) && pe.Path == "$" && p.from != config.FromBody {
+		return badArg(p, "%s", pe.Msg)
+	}
 	return badArg(p, "%v", err)
 }

@@ -1,12 +1,10 @@
 package dubboroute
 
 import (
-	"container/list"
 	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
@@ -16,26 +14,20 @@ import (
 	"github.com/dubbogw/dubbogw/registry"
 )
 
-// maxPassthroughServices bounds the directories a pass-through route keeps:
-// clients choose interface, version and group, so the set of service keys is
-// theirs to grow; the least recently used is released beyond this.
-const maxPassthroughServices = 256
-
 // passthrough is the generic pass-through endpoint of a route:
 // POST <prefix>/{interface}/{method} with
 // {"types": [...], "args": [...], "version": "...", "group": "...", "attachments": {...}}.
+// Clients choose interface, version and group, so the services it reaches
+// are theirs to grow: it takes references from the registry's bounded
+// reference cache, never subscribes on its own.
 type passthrough struct {
 	exact    map[string]bool
 	prefixes []string
-	reg      registry.Registry
-
-	mu   sync.Mutex
-	dirs map[registry.ServiceKey]*list.Element // of *registry.Directory, most recent at the front
-	lru  *list.List
+	refs     *registry.References
 }
 
-func newPassthrough(allow []string, reg registry.Registry) *passthrough {
-	p := &passthrough{exact: map[string]bool{}, reg: reg, dirs: map[registry.ServiceKey]*list.Element{}, lru: list.New()}
+func newPassthrough(allow []string, refs *registry.References) *passthrough {
+	p := &passthrough{exact: map[string]bool{}, refs: refs}
 	for _, a := range allow {
 		if strings.HasSuffix(a, ".*") {
 			p.prefixes = append(p.prefixes, strings.TrimSuffix(a, "*"))
@@ -56,37 +48,6 @@ func (p *passthrough) allowed(iface string) bool {
 		}
 	}
 	return false
-}
-
-// directory returns the cached directory of key, subscribing on first use
-// and releasing the least recently used beyond the bound.
-func (p *passthrough) directory(key registry.ServiceKey) *registry.Directory {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if el, ok := p.dirs[key]; ok {
-		p.lru.MoveToFront(el)
-		return el.Value.(*registry.Directory)
-	}
-	d := p.reg.Subscribe(key)
-	p.dirs[key] = p.lru.PushFront(d)
-	for p.lru.Len() > maxPassthroughServices {
-		old := p.lru.Back()
-		od := old.Value.(*registry.Directory)
-		p.lru.Remove(old)
-		delete(p.dirs, od.Key())
-		od.Release()
-	}
-	return d
-}
-
-func (p *passthrough) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, el := range p.dirs {
-		el.Value.(*registry.Directory).Release()
-	}
-	p.dirs = map[registry.ServiceKey]*list.Element{}
-	p.lru.Init()
 }
 
 type passthroughBody struct {
@@ -151,6 +112,11 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
 			return nil
 		},
 	}
-	dir := h.passthrough.directory(registry.ServiceKey{Interface: iface, Group: body.Group, Version: body.Version})
-	h.call(w, r, dir, inv, string(args))
+	ref := h.passthrough.refs.Get(registry.RefKey{
+		Service: registry.ServiceKey{Interface: iface, Group: body.Group, Version: body.Version}, Timeout: h.timeout})
+	if ref == nil { // the registry is being replaced by a reload
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, "the registry is closing; retry")
+		return
+	}
+	h.call(w, r, ref.Dir, inv, string(args))
 }

@@ -8,9 +8,11 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/registry"
@@ -45,6 +47,11 @@ func (g *Gateway) adminHandler(cfg *config.Config) http.Handler {
 	return mux
 }
 
+// readyz answers 200 while the gateway serves. A registry that cannot be
+// reached makes it "degraded" in the body but keeps it ready: the last
+// known providers serve, and taking every instance out of its load
+// balancer because ZooKeeper is away would turn a registry outage into a
+// full one. It reads registry state from memory, never over the network.
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case g.draining.Load():
@@ -52,7 +59,22 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	case !g.ready.Load():
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "starting"})
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+		body := map[string]any{"status": "ready"}
+		t := g.table.Load()
+		var degraded []string
+		for _, name := range slices.Sorted(maps.Keys(t.registries)) {
+			if st := t.registries[name].Status(); st.Degraded || st.State == registry.StateConnecting || st.State == registry.StateDisconnected {
+				msg := "registry " + name + ": " + st.State
+				if st.Error != "" {
+					msg += " (" + st.Error + ")"
+				}
+				degraded = append(degraded, msg+"; serving the last known providers")
+			}
+		}
+		if len(degraded) > 0 {
+			body["degraded"] = degraded
+		}
+		writeJSON(w, http.StatusOK, body)
 	}
 }
 
@@ -116,21 +138,79 @@ func (g *Gateway) adminUpstreams(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"upstreams": out})
 }
 
-// adminServices lists, per registry, each subscribed service key with its
-// references and providers: a subscription leak shows here in minutes.
+// adminServices lists each registry's state and, per subscribed service
+// key, its state, references and providers (weight, readonly, and the
+// state of every route's breaker for that provider): a subscription leak
+// shows here in minutes.
 func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 	t := g.table.Load()
-	type view struct {
-		Registry string `json:"registry"`
-		registry.DirectoryStatus
+	type providerView struct {
+		registry.ProviderStatus
+		Readonly bool                            `json:"readonly"`
+		Breakers map[string]cluster.BreakerState `json:"breakers"` // by route
 	}
-	out := []view{}
+	type serviceView struct {
+		Registry  string         `json:"registry"`
+		Service   string         `json:"service"`
+		State     string         `json:"state"`
+		Refs      int            `json:"references"`
+		Updated   time.Time      `json:"updated,omitzero"`
+		Providers []providerView `json:"providers"`
+	}
+	type registryView struct {
+		Name string `json:"name"`
+		registry.Status
+		References int `json:"references"`
+	}
+	// Provider breakers of each route, by address. A method route's apply
+	// to its own service; a pass-through route's to every service of its
+	// registry (it may call any of them).
+	type routeBreakers struct {
+		route   string
+		service string // "" for a pass-through route
+		byAddr  map[string]cluster.BreakerState
+	}
+	breakers := map[string][]routeBreakers{} // by registry
+	for _, rt := range t.routes {
+		if rt.dubbo == nil {
+			continue
+		}
+		rb := routeBreakers{route: rt.name, byAddr: map[string]cluster.BreakerState{}}
+		if d := rt.dubboDirectory(); d != nil {
+			rb.service = d.Key().String()
+		}
+		for _, b := range rt.dubbo.Breakers() {
+			if b.Scope == cluster.ScopeProvider {
+				rb.byAddr[b.Key] = b.State
+			}
+		}
+		reg := rt.cfg.Dubbo.Registry
+		breakers[reg] = append(breakers[reg], rb)
+	}
+	regs := []registryView{}
+	services := []serviceView{}
 	for _, name := range slices.Sorted(maps.Keys(t.registries)) {
-		for _, d := range t.registries[name].Directories() {
-			out = append(out, view{Registry: name, DirectoryStatus: d})
+		reg := t.registries[name]
+		regs = append(regs, registryView{Name: name, Status: reg.Status(), References: t.references[name].Len()})
+		for _, d := range reg.Directories() {
+			sv := serviceView{Registry: name, Service: d.Service, State: d.State, Refs: d.Refs, Updated: d.Updated,
+				Providers: make([]providerView, 0, len(d.Providers))}
+			for _, p := range d.Providers {
+				bs := map[string]cluster.BreakerState{}
+				for _, rb := range breakers[name] {
+					if rb.service != "" && rb.service != d.Service {
+						continue
+					}
+					if st, ok := rb.byAddr[p.Addr]; ok {
+						bs[rb.route] = st
+					}
+				}
+				sv.Providers = append(sv.Providers, providerView{ProviderStatus: p, Readonly: g.dubbo.Readonly(p.Addr), Breakers: bs})
+			}
+			services = append(services, sv)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"services": out})
+	writeJSON(w, http.StatusOK, map[string]any{"registries": regs, "services": services})
 }
 
 func (g *Gateway) adminReload(w http.ResponseWriter, r *http.Request) {

@@ -90,6 +90,9 @@ func New(opts Options) (*Gateway, error) {
 			}
 			return 0
 		})
+	if err := g.registry.Register(newRegistryCollector(&g.table)); err != nil {
+		return nil, fmt.Errorf("registering registry metrics: %w", err)
+	}
 	cfg, err := opts.Load()
 	if err != nil {
 		return nil, err
@@ -130,7 +133,7 @@ func New(opts Options) (*Gateway, error) {
 // validate` catches everything a start would (router conflicts, filter
 // configs), then releases it.
 func Check(cfg *config.Config) error {
-	d := deps{log: slog.New(slog.DiscardHandler), upstream: proxy.NewMetrics(prometheus.NewRegistry())}
+	d := deps{log: slog.New(slog.DiscardHandler), upstream: proxy.NewMetrics(prometheus.NewRegistry()), offline: true}
 	d.metrics = newMetrics(prometheus.NewRegistry(), zero, zero, zero)
 	t, err := buildTable(cfg, nil, d)
 	if err != nil {
@@ -217,6 +220,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 		g.bg.Add(1)
 		go g.watch(g.opts.WatchPath, fileSum(g.opts.WatchPath), cfg.Reload.Interval.D())
 	}
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		g.forgetGoneProviders(forgetInterval)
+	}()
 	g.ready.Store(true)
 	g.log.Info("ready", "routes", len(g.table.Load().routes))
 	return nil
@@ -293,11 +301,23 @@ func (g *Gateway) reload() error {
 	return nil
 }
 
-// closeNew closes the upstreams t created (not those taken over from old).
+// closeNew closes what t made that old does not hold: its upstreams, its
+// routes' references, its registries.
 func closeNew(t, old *table) {
 	for name, u := range t.upstreams {
 		if old.upstreams[name] != u {
 			u.Close()
+		}
+	}
+	for _, rt := range t.routes {
+		if rt.dubbo != nil {
+			rt.dubbo.Close()
+		}
+	}
+	for name, reg := range t.registries {
+		if old.registries[name] != reg {
+			t.references[name].Close()
+			_ = reg.Close()
 		}
 	}
 }
@@ -319,7 +339,7 @@ func restartOnly(old, cfg *config.Config) []string {
 		out = append(out, "demo")
 	}
 	if !reflect.DeepEqual(clientPart(old.Dubbo), clientPart(cfg.Dubbo)) {
-		out = append(out, "dubbo (client settings; dubbo.types do apply)")
+		out = append(out, "dubbo (client settings; dubbo.types and dubbo.references do apply)")
 	}
 	if old.Server.ReadHeaderTimeout != cfg.Server.ReadHeaderTimeout || old.Server.IdleTimeout != cfg.Server.IdleTimeout ||
 		old.Server.MaxHeaderBytes != cfg.Server.MaxHeaderBytes || !sameBool(old.Server.H2C, cfg.Server.H2C) {
@@ -334,6 +354,7 @@ func restartOnly(old, cfg *config.Config) []string {
 // clientPart is the part of the Dubbo settings the long-lived client is built from.
 func clientPart(d config.DubboClient) config.DubboClient {
 	d.Types = nil
+	d.References = config.References{}
 	return d
 }
 
@@ -512,4 +533,54 @@ func (c *trackedConn) Close() error {
 		c.set.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+// forgetInterval is how often the Dubbo client's addresses are checked
+// against the registries: an address no directory has listed for two
+// checks in a row is forgotten.
+const forgetInterval = 30 * time.Second
+
+// forgetGoneProviders closes the Dubbo connections (and reconnect loops)
+// of providers that left every registry, until the gateway stops. Waiting
+// for a second check lets calls still running on a just-removed provider
+// finish first.
+func (g *Gateway) forgetGoneProviders(every time.Duration) {
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	gone := map[string]bool{} // unlisted at the previous check
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-ticker.C:
+		}
+		gone = g.forgetUnlisted(gone)
+	}
+}
+
+// forgetUnlisted forgets the addresses unlisted now and at the previous
+// check (prev), and returns the ones unlisted now.
+func (g *Gateway) forgetUnlisted(prev map[string]bool) map[string]bool {
+	listed := map[string]bool{}
+	t := g.table.Load()
+	for _, reg := range t.registries {
+		for _, d := range reg.Directories() {
+			for _, p := range d.Providers {
+				listed[p.Addr] = true
+			}
+		}
+	}
+	now := map[string]bool{}
+	for _, addr := range g.dubbo.Addrs() {
+		if listed[addr] {
+			continue
+		}
+		if prev[addr] {
+			g.log.Info("dubbo: closing the connections of a provider no registry lists any more", "addr", addr)
+			g.dubbo.Forget(addr)
+			continue
+		}
+		now[addr] = true
+	}
+	return now
 }

@@ -52,6 +52,7 @@ type table struct {
 	routes      []*route
 	upstreams   map[string]*proxy.Upstream
 	registries  map[string]registry.Registry
+	references  map[string]*registry.References // one per registry, carried with it
 	trusted     []netip.Prefix
 	reqIDHeader string
 	trustReqID  bool
@@ -71,6 +72,7 @@ type deps struct {
 	upstream *proxy.Metrics
 	dubbo    *dubbo.Client // nil in Check: routes are compiled, never called
 	cluster  *cluster.Metrics
+	offline  bool // Check: registries that would connect somewhere are stood in for
 }
 
 // buildTable compiles cfg. Upstreams whose config is unchanged are taken over
@@ -81,6 +83,7 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		cfg:         cfg,
 		upstreams:   make(map[string]*proxy.Upstream, len(cfg.Upstreams)),
 		registries:  make(map[string]registry.Registry, len(cfg.Registries)),
+		references:  make(map[string]*registry.References, len(cfg.Registries)),
 		reqIDHeader: http.CanonicalHeaderKey(cfg.RequestID.Header),
 		trustReqID:  cfg.RequestID.TrustIncoming == nil || *cfg.RequestID.TrustIncoming,
 		drained:     make(chan struct{}),
@@ -92,7 +95,7 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		t.reqIDHeader = "X-Request-Id"
 	}
 	var created []*proxy.Upstream
-	var createdRegs []registry.Registry
+	var createdRegs []string
 	defer func() {
 		if err != nil {
 			for _, u := range created {
@@ -103,8 +106,9 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 					rt.dubbo.Close()
 				}
 			}
-			for _, r := range createdRegs {
-				_ = r.Close()
+			for _, name := range createdRegs {
+				t.references[name].Close()
+				_ = t.registries[name].Close()
 			}
 		}
 	}()
@@ -133,20 +137,24 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		t.upstreams[name] = u
 	}
 
+	maxRefs, refIdle := cfg.Dubbo.References.Max, cfg.Dubbo.References.IdleTTL.D()
 	for _, name := range slices.Sorted(maps.Keys(cfg.Registries)) {
 		rcfg := cfg.Registries[name]
 		if old != nil {
 			if prev, ok := old.registries[name]; ok && reflect.DeepEqual(old.cfg.Registries[name], rcfg) {
 				t.registries[name] = prev
+				t.references[name] = old.references[name]
+				t.references[name].SetLimits(maxRefs, refIdle)
 				continue
 			}
 		}
-		reg, err := newRegistry(rcfg)
+		reg, err := newRegistry(rcfg, d)
 		if err != nil {
 			return nil, fmt.Errorf("registries.%s: %w", name, err)
 		}
-		createdRegs = append(createdRegs, reg)
+		createdRegs = append(createdRegs, name)
 		t.registries[name] = reg
+		t.references[name] = registry.NewReferences(reg, maxRefs, refIdle)
 	}
 
 	specs := make([]router.Spec[*route], 0, len(cfg.Routes))
@@ -164,8 +172,52 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 	if t.router, err = router.New(specs); err != nil {
 		return nil, fmt.Errorf("routes: %w", err)
 	}
+	if !d.offline {
+		if err := awaitProviders(cfg, t); err != nil {
+			return nil, err
+		}
+	}
 	t.notFound = d.metrics.forRoute(noRoute)
 	return t, nil
+}
+
+// awaitProviders gives the registries up to their startup_wait to answer
+// for the services the routes call, so a start or a reload does not serve
+// 503s for providers about to be known; then routes with check: true
+// must have a provider. A registry that cannot be reached answers at once
+// (its directories go stale), so this never waits on a dead ZooKeeper for
+// longer than its startup_wait.
+func awaitProviders(cfg *config.Config, t *table) error {
+	start := time.Now()
+	for i, rt := range t.routes {
+		dir := rt.dubboDirectory()
+		if dir == nil {
+			continue
+		}
+		// One deadline per registry for the whole table, not one per route.
+		wait := cfg.Registries[rt.cfg.Dubbo.Registry].StartupWait.D()
+		if left := time.Until(start.Add(wait)); left > 0 {
+			timer := time.NewTimer(left)
+			select {
+			case <-dir.Ready():
+			case <-timer.C:
+			}
+			timer.Stop()
+		}
+		if rt.cfg.Dubbo.Check && len(dir.Providers()) == 0 {
+			return fmt.Errorf("routes[%d].dubbo.check: no provider of %s in registry %q (state %s) after %s",
+				i, dir.Key(), rt.cfg.Dubbo.Registry, dir.State(), wait)
+		}
+	}
+	return nil
+}
+
+// dubboDirectory is the directory a Dubbo method route calls, or nil.
+func (r *route) dubboDirectory() *registry.Directory {
+	if r.dubbo == nil {
+		return nil
+	}
+	return r.dubbo.Directory()
 }
 
 // buildRoute compiles one route; errors start with the path below routes[i].
@@ -175,7 +227,7 @@ func buildRoute(cfg *config.Config, rc *config.Route, t *table, d deps) (*route,
 	if rc.Dubbo != nil {
 		var err error
 		dh, err = dubboroute.New(rc.Name, rc.Dubbo, dubboroute.Deps{
-			Client: d.dubbo, Registries: t.registries, Types: cfg.Dubbo.Types, Log: d.log, ClusterMetrics: d.cluster,
+			Client: d.dubbo, References: t.references, Types: cfg.Dubbo.Types, Log: d.log, ClusterMetrics: d.cluster,
 		})
 		if err != nil {
 			return nil, fmt.Errorf(".dubbo.%w", err)
@@ -228,11 +280,30 @@ func buildRoute(cfg *config.Config, rc *config.Route, t *table, d deps) (*route,
 	}, nil
 }
 
-// newRegistry builds a registry from its config.
-func newRegistry(c *config.Registry) (registry.Registry, error) {
+// newRegistry builds a registry from its config. Offline (dubbogw
+// validate), a registry that would connect somewhere is stood in for by an
+// empty static one.
+func newRegistry(c *config.Registry, d deps) (registry.Registry, error) {
 	switch c.Type {
-	case "static", "":
+	case config.RegistryStatic, "":
 		return registry.NewStatic(c.Providers)
+	case config.RegistryZooKeeper:
+		if d.offline {
+			return registry.NewStatic(nil)
+		}
+		return registry.NewZooKeeper(registry.ZooKeeperOptions{
+			Addrs:          config.ZooKeeperAddrs(c.Address),
+			Root:           c.Root,
+			SessionTimeout: c.SessionTimeout.D(),
+			Timeout:        c.Timeout.D(),
+			Grace:          c.ReleaseAfter.D(),
+			WatchGC:        c.WatchGC.D(),
+			Register:       c.Register == nil || *c.Register,
+			Application:    c.Application,
+			Username:       c.Username,
+			Password:       c.Password,
+			Logger:         d.log,
+		})
 	}
 	return nil, fmt.Errorf("type: unknown registry type %q", c.Type)
 }
@@ -327,6 +398,7 @@ func releaseAfterDrain(old, next *table, limit time.Duration, m *metrics, log *s
 	}
 	for name, reg := range old.registries {
 		if next == nil || next.registries[name] != reg {
+			old.references[name].Close()
 			_ = reg.Close()
 		}
 	}

@@ -9,20 +9,26 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"time"
 
+	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
+	"github.com/dubbogw/dubbogw/registry"
 )
 
-const invokeUsage = `usage: dubbogw invoke --addr HOST:PORT [flags] INTERFACE.METHOD [JSON_ARG ...]
+const invokeUsage = `usage: dubbogw invoke (--addr HOST:PORT | --registry zookeeper://HOST:PORT[,HOST:PORT][/ROOT]) [flags] INTERFACE.METHOD [JSON_ARG ...]
 
 Calls a Dubbo method and prints its result as JSON: a grpcurl for Dubbo.
 Each JSON_ARG is one argument, e.g.
   dubbogw invoke --addr 127.0.0.1:20880 com.example.demo.UserService.getUser '"42"'
   dubbogw invoke --addr 127.0.0.1:20880 --types int com.example.demo.UserService.listUsers 3
+  dubbogw invoke --registry zookeeper://127.0.0.1:2181 org.example.UserService.getUser '"u1"'
+With --registry, a provider of the service (version and group as given) is
+looked up in ZooKeeper and one is picked at random; nothing is registered.
 
 flags:
 `
@@ -36,6 +42,7 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, invokeUsage); fs.PrintDefaults() }
 	addr := fs.String("addr", "", "provider address host:port")
+	regURL := fs.String("registry", "", "find the provider in ZooKeeper: zookeeper://host:port[,host:port][/root]")
 	version := fs.String("version", "", "service version")
 	group := fs.String("group", "", "service group")
 	types := fs.String("types", "", "comma-separated Java parameter types (default: inferred from the JSON arguments)")
@@ -45,7 +52,7 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *addr == "" || fs.NArg() < 1 {
+	if (*addr == "") == (*regURL == "") || fs.NArg() < 1 {
 		fs.Usage()
 		return 2
 	}
@@ -96,6 +103,14 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	if *regURL != "" {
+		found, err := lookupProvider(ctx, *regURL, registry.ServiceKey{Interface: iface, Version: *version, Group: *group})
+		if err != nil {
+			fmt.Fprintln(stderr, "dubbogw invoke:", err)
+			return 1
+		}
+		*addr = found
+	}
 	res, err := client.Invoke(ctx, *addr, &dubbo.Invocation{
 		Interface: iface, Version: *version, Group: *group, Method: method,
 		ParamTypes: names, Generic: !*typed,
@@ -182,4 +197,42 @@ func inferType(a []byte) string {
 		return "java.util.Map"
 	}
 	return "java.lang.Object"
+}
+
+// lookupProvider finds one provider of key in the ZooKeeper registry named
+// by raw ("zookeeper://h:p[,h:p][/root]"), waiting until ctx ends for the
+// registry's answer.
+func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey) (string, error) {
+	rest, ok := strings.CutPrefix(raw, "zookeeper://")
+	if !ok {
+		return "", fmt.Errorf("--registry %q: only zookeeper://host:port[/root] is supported", raw)
+	}
+	hosts, root, _ := strings.Cut(rest, "/")
+	if root == "" {
+		root = config.DefaultZooKeeperRoot
+	}
+	deadline, _ := ctx.Deadline()
+	reg, err := registry.NewZooKeeper(registry.ZooKeeperOptions{
+		Addrs: config.ZooKeeperAddrs(hosts), Root: root, Timeout: time.Until(deadline),
+		SessionTimeout: time.Duration(config.DefaultZooKeeperSessionTimeout), Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return "", fmt.Errorf("--registry: %w", err)
+	}
+	defer func() { _ = reg.Close() }()
+	dir := reg.Subscribe(key)
+	defer dir.Release()
+	select {
+	case <-dir.Ready():
+	case <-ctx.Done():
+		return "", fmt.Errorf("no answer from ZooKeeper at %s: %w", hosts, ctx.Err())
+	}
+	ps := dir.Providers()
+	if len(ps) == 0 {
+		if st := reg.Status(); st.Degraded {
+			return "", fmt.Errorf("ZooKeeper at %s cannot be reached: %s", hosts, st.Error)
+		}
+		return "", fmt.Errorf("no provider of %s in ZooKeeper at %s (root /%s)", key, hosts, root)
+	}
+	return ps[rand.IntN(len(ps))].Addr, nil
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
 // binary is the real dubbogw, built once for these tests.
@@ -446,3 +450,60 @@ func TestInvoke(t *testing.T) {
 		}
 	}
 }
+
+// TestInvokeThroughZooKeeper finds the provider in a real ZooKeeper.
+func TestInvokeThroughZooKeeper(t *testing.T) {
+	zkAddr := testenv.ZooKeeperAddr(t)
+	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range dubbotest.DemoServices() {
+		s.Register(svc)
+	}
+	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	conn, _, err := zk.Connect([]string{zkAddr}, 10*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	root := fmt.Sprintf("dubbogw-cli-%d", time.Now().UnixNano())
+	dir := ""
+	for _, part := range []string{root, dubbotest.DemoInterface, "providers"} {
+		dir += "/" + part
+		if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+			t.Fatal(err)
+		}
+	}
+	u := url.QueryEscape("dubbo://" + addr.String() + "/" + dubbotest.DemoInterface + "?interface=" + dubbotest.DemoInterface)
+	if _, err := conn.Create(dir+"/"+u, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	reg := "zookeeper://" + zkAddr + "/" + root
+	cases := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"--registry", reg, "com.example.demo.UserService.getUser", `"u1"`}, 0, `"id": "u1"`},
+		{[]string{"--registry", reg, "--version", "9.9", "com.example.demo.UserService.getUser", `"u1"`}, 1, "no provider of com.example.demo.UserService:9.9"},
+		{[]string{"--registry", "etcd://" + zkAddr, "com.example.demo.UserService.greet"}, 1, "only zookeeper://"},
+		{[]string{"--registry", reg, "--addr", addr.String(), "com.example.demo.UserService.greet"}, 2, "usage"},
+	}
+	for _, c := range cases {
+		code, out, errOut := runCLI(t, append([]string{"invoke"}, c.args...)...)
+		text := out
+		if c.code != 0 {
+			text = errOut
+		}
+		if code != c.code || !strings.Contains(text, c.out) {
+			t.Errorf("invoke %v: exit %d stdout %q stderr %q; want exit %d with %q", c.args, code, out, errOut, c.code, c.out)
+		}
+	}
+	_ = conn.Delete(dir+"/"+u, -1)
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}

@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"maps"
+	"slices"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// registryCollector reports the registries of the active table at scrape
+// time: subscriptions, watches, references, providers per service, the
+// connection state and its reconnects. Reading them when scraped keeps the
+// registries free of metric bookkeeping, and a registry replaced by a
+// reload disappears from the output with it.
+type registryCollector struct {
+	table *atomic.Pointer[table]
+
+	subscriptions, watches, references, providers, connected, degraded, registered,
+	reconnects, expiries *prometheus.Desc
+}
+
+func newRegistryCollector(t *atomic.Pointer[table]) *registryCollector {
+	l := []string{"registry"}
+	return &registryCollector{
+		table: t,
+		subscriptions: prometheus.NewDesc("dubbogw_registry_subscriptions",
+			"Live subscriptions (one per service key), including those waiting out release_after.", l, nil),
+		watches: prometheus.NewDesc("dubbogw_registry_watches",
+			"Registry watches set for the live subscriptions (ZooKeeper: paths watched).", l, nil),
+		references: prometheus.NewDesc("dubbogw_references",
+			"Dubbo references (service key and call settings), pinned by routes or cached for the pass-through.", l, nil),
+		providers: prometheus.NewDesc("dubbogw_providers",
+			"Providers currently known for a service key.", []string{"registry", "service"}, nil),
+		connected: prometheus.NewDesc("dubbogw_registry_connected",
+			"1 while the registry's session is up (static registries: always).", l, nil),
+		degraded: prometheus.NewDesc("dubbogw_registry_degraded",
+			"1 while the registry cannot be reached and the last known providers serve.", l, nil),
+		registered: prometheus.NewDesc("dubbogw_registry_registered_consumers",
+			"Consumer nodes the gateway registered.", l, nil),
+		reconnects: prometheus.NewDesc("dubbogw_registry_reconnects_total",
+			"Connections to the registry re-established after a loss.", l, nil),
+		expiries: prometheus.NewDesc("dubbogw_registry_session_expiries_total",
+			"Registry sessions lost for good; every live subscription is then re-made once.", l, nil),
+	}
+}
+
+func (c *registryCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.subscriptions, c.watches, c.references, c.providers, c.connected,
+		c.degraded, c.registered, c.reconnects, c.expiries} {
+		ch <- d
+	}
+}
+
+func (c *registryCollector) Collect(ch chan<- prometheus.Metric) {
+	t := c.table.Load()
+	if t == nil {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.registries)) {
+		reg := t.registries[name]
+		st := reg.Status()
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, name)
+		}
+		gauge(c.subscriptions, float64(st.Subscriptions))
+		gauge(c.watches, float64(st.Watches))
+		gauge(c.references, float64(t.references[name].Len()))
+		gauge(c.connected, b2f(st.State == "connected" || st.State == "static"))
+		gauge(c.degraded, b2f(st.Degraded))
+		gauge(c.registered, float64(st.Registered))
+		ch <- prometheus.MustNewConstMetric(c.reconnects, prometheus.CounterValue, float64(st.Reconnects), name)
+		ch <- prometheus.MustNewConstMetric(c.expiries, prometheus.CounterValue, float64(st.SessionExpiries), name)
+		for _, d := range reg.Directories() {
+			ch <- prometheus.MustNewConstMetric(c.providers, prometheus.GaugeValue, float64(len(d.Providers)), name, d.Service)
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

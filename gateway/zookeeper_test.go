@@ -1,0 +1,714 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/internal/testenv"
+	"github.com/dubbogw/dubbogw/registry"
+)
+
+// zkFixture is a test's own corner of the test ZooKeeper: a unique root,
+// and a session of the test's (standing in for providers) that creates
+// nodes under it.
+type zkFixture struct {
+	addr string
+	root string
+	conn *zk.Conn
+}
+
+func newZKFixture(t *testing.T) *zkFixture {
+	t.Helper()
+	return zkFixtureAt(t, testenv.ZooKeeperAddr(t))
+}
+
+// newPrivateZKFixture runs the fixture on a private ZooKeeper server, whose
+// watch count is the gateway's alone.
+func newPrivateZKFixture(t *testing.T) (*zkFixture, *testenv.ZooKeeperServer) {
+	t.Helper()
+	srv := testenv.StartZooKeeper(t)
+	return zkFixtureAt(t, srv.Addr()), srv
+}
+
+func zkFixtureAt(t *testing.T, addr string) *zkFixture {
+	t.Helper()
+	conn, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	deadline := time.After(10 * time.Second)
+	for ev := range events {
+		if ev.State == zk.StateHasSession {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatal("no ZooKeeper session in 10s")
+		default:
+		}
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	f := &zkFixture{addr: addr, root: "dubbogw-gw-" + hex.EncodeToString(b), conn: conn}
+	t.Cleanup(func() { f.deleteTree("/" + f.root) })
+	return f
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
+
+// ensure creates path and its parents as persistent nodes.
+func (f *zkFixture) ensure(t *testing.T, path string) {
+	t.Helper()
+	cur := ""
+	for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
+		cur += "/" + part
+		if _, err := f.conn.Create(cur, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+			t.Fatalf("creating %s: %v", cur, err)
+		}
+	}
+}
+
+// provide registers addr as a provider of iface (an ephemeral node of the
+// fixture's session) and returns the node's path.
+func (f *zkFixture) provide(t *testing.T, iface, addr, params string) string {
+	t.Helper()
+	dir := "/" + f.root + "/" + iface + "/providers"
+	f.ensure(t, dir)
+	u := "dubbo://" + addr + "/" + iface + "?anyhost=true&interface=" + iface + "&side=provider&timestamp=1" + params
+	path := dir + "/" + url.QueryEscape(u)
+	if _, err := f.conn.Create(path, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("registering %s: %v", u, err)
+	}
+	return path
+}
+
+func (f *zkFixture) deleteTree(path string) {
+	children, _, err := f.conn.Children(path)
+	if err != nil {
+		return
+	}
+	for _, c := range children {
+		f.deleteTree(path + "/" + c)
+	}
+	_ = f.conn.Delete(path, -1)
+}
+
+// serverWatches is the private server's count of watches (mntr's
+// zk_watch_count: data, exists and child watches of every session; the
+// wchc/wchp listings leave child watches out).
+func (f *zkFixture) serverWatches(t *testing.T) int {
+	t.Helper()
+	out, err := testenv.FourLetterWord(f.addr, "mntr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "zk_watch_count"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("mntr line %q", line)
+			}
+			return n
+		}
+	}
+	t.Fatalf("mntr has no zk_watch_count:\n%s", out)
+	return 0
+}
+
+// zkGatewayYAML is a gateway on the fixture's root with a getUser route
+// and the pass-through, both on the demo interface.
+func (f *zkFixture) gatewayYAML(extra string) string {
+	return fmt.Sprintf(`
+registries:
+  zk:
+    type: zookeeper
+    address: %q
+    root: %s
+    session_timeout: 10s
+    release_after: 500ms
+    startup_wait: 2s
+routes:
+  - name: get-user
+    match: {methods: [GET], path: "/api/users/{id}"}
+    dubbo:
+      registry: zk
+      interface: com.example.demo.UserService
+      method: getUser
+      params: [{type: java.lang.String, from: path, name: id}]
+  - name: generic
+    match: {methods: [POST], path: "/dubbo/{interface}/{method}"}
+    dubbo: {registry: zk, passthrough: {allow: [com.example.demo.*]}}
+%s`, f.addr, f.root, extra)
+}
+
+// TestSeedIncidentZooKeeper is seed incident 000 against a real
+// ZooKeeper: 100,000 requests, concurrent, to routes whose service has no
+// provider leave exactly one subscription, one reference and the watches of
+// one interface, with the heap and the goroutine count flat; when a
+// provider registers, the same route answers 200 within 2 s.
+func TestSeedIncidentZooKeeper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 requests")
+	}
+	f, _ := newPrivateZKFixture(t)
+	tg := startGW(t, f.gatewayYAML(""))
+	h := tg.Gateway // requests go straight to the handler: the socket layer is not under test
+
+	call := func(i int) int {
+		var req *http.Request
+		if i%2 == 0 {
+			req = httptest.NewRequest("GET", "/api/users/"+fmt.Sprint(i), nil)
+		} else {
+			req = httptest.NewRequest("POST", "/dubbo/com.example.demo.UserService/getUser",
+				strings.NewReader(`{"types":["java.lang.String"],"args":["7"]}`))
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	run := func(n int) {
+		t.Helper()
+		var next, bad atomic.Int64
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				for i := int(next.Add(1)); i <= n; i = int(next.Add(1)) {
+					if code := call(i); code != http.StatusServiceUnavailable {
+						bad.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if bad.Load() > 0 {
+			t.Fatalf("%d of %d requests did not answer 503", bad.Load(), n)
+		}
+	}
+	run(2_000) // warm-up: pools, buffers, metric series
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	goroutines := runtime.NumGoroutine()
+
+	run(100_000)
+
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if growth := int64(after.HeapAlloc) - int64(before.HeapAlloc); growth > 2<<20 {
+		t.Errorf("heap grew by %d KiB over 100,000 requests (limit 2 MiB)", growth>>10)
+	}
+	if n := runtime.NumGoroutine(); n > goroutines+2 {
+		t.Errorf("goroutines %d → %d", goroutines, n)
+	}
+	tab := tg.table.Load()
+	st := tab.registries["zk"].Status()
+	if st.Subscriptions != 1 || st.Watches != 2 {
+		t.Errorf("registry status %+v: want 1 subscription and 2 watches (providers, configurators)", st)
+	}
+	if n := tab.references["zk"].Len(); n != 1 {
+		t.Errorf("%d references, want 1 (route and pass-through share (service, timeout))", n)
+	}
+	if n := f.serverWatches(t); n != 2 {
+		t.Errorf("ZooKeeper holds %d watches; want 2 (the interface's providers and configurators)", n)
+	}
+
+	// A provider registers: the same route answers without a restart.
+	provider := startProvider(t)
+	f.provide(t, "com.example.demo.UserService", provider, "&methods=getUser,listUsers")
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/api/users/42", nil))
+		if w.Code == http.StatusOK {
+			if !strings.Contains(w.Body.String(), `"id":"42"`) {
+				t.Fatalf("answer %s", w.Body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d %s 2s after a provider registered", w.Code, w.Body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := tab.registries["zk"].Status(); st.Subscriptions != 1 || st.Watches != 2 {
+		t.Errorf("after the provider came: %+v", st)
+	}
+	if n := f.serverWatches(t); n != 2 {
+		t.Errorf("after the provider came ZooKeeper holds %d watches; want 2", n)
+	}
+}
+
+// TestZooKeeperProviderGone: when the last provider leaves, the route
+// stays and answers 503 NO_PROVIDER (not 404, not a call to the dead
+// address); admin and metrics show the registry and its services; the
+// gateway registered itself as a consumer.
+func TestZooKeeperProviderGone(t *testing.T) {
+	f := newZKFixture(t)
+	provider := startProvider(t)
+	node := f.provide(t, "com.example.demo.UserService", provider, "&weight=150")
+	tg := startGW(t, f.gatewayYAML(""))
+	if a := do(t, "GET", tg.base+"/api/users/1", nil); a.status != 200 {
+		t.Fatalf("with a provider: %d %s", a.status, a.body)
+	}
+	var consumers []string
+	for deadline := time.Now().Add(5 * time.Second); len(consumers) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway did not register as a consumer")
+		}
+		consumers, _, _ = f.conn.Children("/" + f.root + "/com.example.demo.UserService/consumers")
+	}
+	if len(consumers) != 1 {
+		t.Fatalf("consumer nodes %v", consumers)
+	}
+	if c, _ := url.QueryUnescape(consumers[0]); !strings.HasPrefix(c, "consumer://") || !strings.Contains(c, "application=dubbogw") {
+		t.Errorf("consumer node %q", c)
+	}
+	var services struct {
+		Registries []struct {
+			Name, Type, State string
+			Subscriptions     int
+			Watches           int
+			References        int
+		}
+		Services []struct {
+			Registry, Service, State string
+			References               int
+			Providers                []struct {
+				Address  string
+				Weight   int
+				Breakers map[string]string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(do(t, "GET", tg.admin+"/admin/services", nil).body), &services); err != nil {
+		t.Fatal(err)
+	}
+	if len(services.Registries) != 1 || services.Registries[0].Type != "zookeeper" || services.Registries[0].State != "connected" ||
+		services.Registries[0].Subscriptions != 1 || services.Registries[0].Watches != 2 || services.Registries[0].References != 1 {
+		t.Errorf("admin registries: %+v", services.Registries)
+	}
+	if s := services.Services; len(s) != 1 || s[0].State != "ok" || len(s[0].Providers) != 1 || s[0].Providers[0].Address != provider ||
+		s[0].Providers[0].Weight != 150 || s[0].Providers[0].Breakers["get-user"] != "closed" {
+		t.Errorf("admin services: %+v", s)
+	}
+	m := do(t, "GET", tg.admin+"/metrics", nil).body
+	for _, want := range []string{`dubbogw_registry_subscriptions{registry="zk"} 1`, `dubbogw_registry_watches{registry="zk"} 2`,
+		`dubbogw_references{registry="zk"} 1`, `dubbogw_providers{registry="zk",service="com.example.demo.UserService"} 1`,
+		`dubbogw_registry_connected{registry="zk"} 1`, `dubbogw_registry_registered_consumers{registry="zk"} 1`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+
+	if err := f.conn.Delete(node, -1); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		a := do(t, "GET", tg.base+"/api/users/1", nil)
+		if a.status == 503 {
+			if code, _, _, _ := errorBody(t, a); code != "NO_PROVIDER" {
+				t.Fatalf("after the provider left: %d %s", a.status, a.body)
+			}
+			break
+		}
+		if a.status != 200 || time.Now().After(deadline) {
+			t.Fatalf("after the provider left: %d %s", a.status, a.body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Connections to the gone provider are closed once no registry lists it.
+	tg.forgetUnlisted(tg.forgetUnlisted(nil))
+	if addrs := tg.dubbo.Addrs(); len(addrs) != 0 {
+		t.Errorf("the client still holds %v", addrs)
+	}
+}
+
+// TestZooKeeperDownAtStart: the gateway starts with ZooKeeper unreachable
+// (routes answer 503 at once, readiness says degraded but stays 200),
+// unless a route asks for check: true.
+func TestZooKeeperDownAtStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	yml := fmt.Sprintf(`
+registries:
+  zk: {type: zookeeper, address: %q, startup_wait: 1s}
+routes:
+  - name: get-user
+    match: {methods: [GET], path: "/api/users/{id}"}
+    dubbo: {registry: zk, interface: com.example.demo.UserService, method: getUser, params: [{type: java.lang.String, from: path, name: id}]}
+`, dead)
+	start := time.Now()
+	tg := startGW(t, yml)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("start took %v with ZooKeeper down", d)
+	}
+	a := do(t, "GET", tg.base+"/api/users/1", nil)
+	if code, _, _, _ := errorBody(t, a); a.status != 503 || code != "NO_PROVIDER" {
+		t.Errorf("with ZooKeeper down: %d %s", a.status, a.body)
+	}
+	r := do(t, "GET", tg.admin+"/readyz", nil)
+	if r.status != 200 || !strings.Contains(r.body, `"degraded"`) || !strings.Contains(r.body, "registry zk") {
+		t.Errorf("readyz with ZooKeeper down: %d %s", r.status, r.body)
+	}
+
+	path := t.TempDir() + "/gw.yaml"
+	check := strings.Replace(baseYAML+yml, "params:", "check: true, params:", 1)
+	if err := os.WriteFile(path, []byte(check), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = newFromFile(path)
+	if err == nil || !strings.Contains(err.Error(), "routes[0].dubbo.check: no provider of com.example.demo.UserService") {
+		t.Errorf("check: true with ZooKeeper down: %v", err)
+	}
+}
+
+// TestZooKeeperReloadDiffsSubscriptions: a reload that adds, changes and
+// removes routes keeps the subscriptions it still needs untouched (the same
+// directory), releases the others after release_after, and ZooKeeper's
+// watches follow the live service keys.
+func TestZooKeeperReloadDiffsSubscriptions(t *testing.T) {
+	f, _ := newPrivateZKFixture(t)
+	provider := startProvider(t)
+	f.provide(t, "com.example.demo.UserService", provider, "")
+	route := func(name, iface string) string {
+		return fmt.Sprintf("  - {name: %s, match: {path: /%s}, dubbo: {registry: zk, interface: %s, method: greet}}\n", name, name, iface)
+	}
+	head := fmt.Sprintf("registries:\n  zk: {type: zookeeper, address: %q, root: %s, release_after: 300ms, watch_gc: 200ms, startup_wait: 2s}\nroutes:\n", f.addr, f.root)
+	tg := startGW(t, head+route("a", "com.example.demo.UserService")+route("b", "com.example.B")+route("c", "com.example.C"))
+	dirA := tg.table.Load().routes[0].dubboDirectory()
+
+	tg.rewrite(t, head+route("a2", "com.example.demo.UserService")+route("b", "com.example.B")+route("d", "com.example.D"))
+	if err := tg.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tab := tg.table.Load()
+	if tab.routes[0].dubboDirectory() != dirA {
+		t.Error("a service kept across the reload got a new directory")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := tab.registries["zk"].Status()
+		n := f.serverWatches(t)
+		if st.Subscriptions == 3 && st.Watches == 6 && st.OrphanWatches == 0 && n == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the reload: status %+v, ZooKeeper holds %d watches; want the 3 live services' 6", st, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if a := do(t, "GET", tg.base+"/a2", nil); a.status != 200 {
+		t.Errorf("kept service: %d %s", a.status, a.body)
+	}
+}
+
+// newFromFile builds (without starting) a gateway from a config file.
+func newFromFile(path string) (*Gateway, error) {
+	return New(Options{Load: func() (*config.Config, error) { return config.Load(path) }, Logger: slog.New(slog.DiscardHandler)})
+}
+
+// TestZooKeeperProviderChurn: 50 providers appear and vanish (node
+// deletions and session kills) while requests run. Once the gateway has
+// seen a removal and every worker has finished one more request, the
+// removed provider gets no further call; no request fails; the watches
+// stay those of one interface.
+func TestZooKeeperProviderChurn(t *testing.T) {
+	f := newZKFixture(t)
+	const iface = "com.example.Churn"
+	type provider struct {
+		srv  *dubbotest.Server
+		addr string
+		sess *zk.Conn // the provider's own session: closing it is a session kill
+		node string
+	}
+	start := func(i int) *provider {
+		srv := dubbotest.NewServer(slog.New(slog.DiscardHandler))
+		srv.Register(dubbotest.Service{Interface: iface, Methods: map[string][]dubbotest.Method{
+			"who": {{Func: func(context.Context, []any) (any, error) { return int32(i), nil }}},
+		}})
+		a, err := srv.Listen(context.Background(), "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, _, err := zk.Connect([]string{f.addr}, 10*time.Second, zk.WithLogger(quietZK{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &provider{srv: srv, addr: a.String(), sess: sess}
+		dir := "/" + f.root + "/" + iface + "/providers"
+		f.ensure(t, dir)
+		u := "dubbo://" + p.addr + "/" + iface + "?interface=" + iface + "&methods=who&side=provider"
+		p.node = dir + "/" + url.QueryEscape(u)
+		if _, err := sess.Create(p.node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("registering provider %d: %v", i, err)
+		}
+		return p
+	}
+	stop := func(p *provider) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = p.srv.Close(ctx)
+		p.sess.Close()
+	}
+	live := map[int]*provider{}
+	for i := range 10 {
+		live[i] = start(i)
+	}
+	t.Cleanup(func() {
+		for _, p := range live {
+			stop(p)
+		}
+	})
+	tg := startGW(t, fmt.Sprintf(`
+registries:
+  zk: {type: zookeeper, address: %q, root: %s, startup_wait: 2s}
+routes:
+  - {name: who, match: {path: /who}, dubbo: {registry: zk, interface: %s, method: who, loadbalance: roundrobin}}
+`, f.addr, f.root, iface))
+	dir := tg.table.Load().routes[0].dubboDirectory()
+	listed := func(addr string) bool {
+		for _, p := range dir.Providers() {
+			if p.Addr == addr {
+				return true
+			}
+		}
+		return false
+	}
+
+	// Load: workers call /who until told to stop; each counts its
+	// completed requests, so "every worker finished one more" is checkable.
+	const workers = 8
+	var done [workers]atomic.Int64
+	var failures atomic.Int64
+	var firstFailure atomic.Value
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				rec := httptest.NewRecorder()
+				tg.ServeHTTP(rec, httptest.NewRequest("GET", "/who", nil))
+				if rec.Code != http.StatusOK {
+					failures.Add(1)
+					firstFailure.CompareAndSwap(nil, fmt.Sprintf("%d %s", rec.Code, rec.Body))
+				}
+				done[w].Add(1)
+			}
+		})
+	}
+	oneMoreEach := func() {
+		var marks [workers]int64
+		for w := range workers {
+			marks[w] = done[w].Load()
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for w := range workers {
+			for done[w].Load() < marks[w]+2 { // the one running now may predate; the next does not
+				if time.Now().After(deadline) {
+					t.Fatal("workers stopped making progress")
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+
+	type removed struct {
+		p     *provider
+		calls uint64
+	}
+	var gone []removed
+	next := 10
+	for step := range 40 {
+		// One provider comes, one goes: by node deletion or by session kill.
+		var victim int
+		for k := range live {
+			victim = k
+			break
+		}
+		v := live[victim]
+		delete(live, victim)
+		p := start(next)
+		live[next] = p
+		next++
+		if step%2 == 0 {
+			if err := v.sess.Delete(v.node, -1); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			v.sess.Close()
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for listed(v.addr) || !listed(p.addr) {
+			if time.Now().After(deadline) {
+				t.Fatalf("step %d: the gateway did not see %s leave and %s come", step, v.addr, p.addr)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		oneMoreEach()
+		gone = append(gone, removed{p: v, calls: v.srv.Stats().Requests})
+	}
+	oneMoreEach()
+	close(quit)
+	wg.Wait()
+	for _, r := range gone {
+		if n := r.p.srv.Stats().Requests; n != r.calls {
+			t.Errorf("provider %s got %d calls after its removal was seen", r.p.addr, n-r.calls)
+		}
+		stop(r.p)
+	}
+	if n := failures.Load(); n > 0 {
+		t.Errorf("%d requests failed during churn; first: %v", n, firstFailure.Load())
+	}
+	if st := tg.table.Load().registries["zk"].Status(); st.Watches != 2 || st.Subscriptions != 1 {
+		t.Errorf("registry after churn: %+v", st)
+	}
+	var total int64
+	for w := range workers {
+		total += done[w].Load()
+	}
+	t.Logf("%d requests during 40 churn steps", total)
+}
+
+// TestZooKeeperOutagesUnderLoad: with requests running, ZooKeeper becomes
+// unreachable long enough for the session to expire, then comes back; later
+// it is restarted. Requests never fail and providers never drop to zero;
+// /readyz stays 200 and says degraded meanwhile; after each outage the
+// subscription is back exactly once (the server holds its two watches).
+func TestZooKeeperOutagesUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a session expiry")
+	}
+	f, srv := newPrivateZKFixture(t)
+	proxy := testenv.StartProxy(t, srv.Addr())
+	f.provide(t, "com.example.demo.UserService", startProvider(t), "")
+	tg := startGW(t, fmt.Sprintf(`
+registries:
+  zk: {type: zookeeper, address: %q, root: %s, session_timeout: 2s, timeout: 1s, startup_wait: 3s}
+routes:
+  - name: get-user
+    match: {methods: [GET], path: "/api/users/{id}"}
+    dubbo: {registry: zk, interface: com.example.demo.UserService, method: getUser, params: [{type: java.lang.String, from: path, name: id}]}
+`, proxy.Addr(), f.root))
+	reg := tg.table.Load().registries["zk"]
+	dir := tg.table.Load().routes[0].dubboDirectory()
+
+	var failures, empty, total atomic.Int64
+	var firstFailure atomic.Value
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				if len(dir.Providers()) == 0 {
+					empty.Add(1)
+				}
+				rec := httptest.NewRecorder()
+				tg.ServeHTTP(rec, httptest.NewRequest("GET", "/api/users/1", nil))
+				if rec.Code != http.StatusOK {
+					failures.Add(1)
+					firstFailure.CompareAndSwap(nil, fmt.Sprintf("%d %s", rec.Code, rec.Body))
+				}
+				total.Add(1)
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	stopLoad := sync.OnceFunc(func() { close(quit); wg.Wait() })
+	defer stopLoad()
+
+	waitFor := func(what string, ok func(registryStatus) bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !ok(reg.Status()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %s: status %+v", what, reg.Status())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	degradedReady := func() {
+		t.Helper()
+		r := do(t, "GET", tg.admin+"/readyz", nil)
+		if r.status != 200 || !strings.Contains(r.body, "registry zk") {
+			t.Errorf("readyz during the outage: %d %s", r.status, r.body)
+		}
+	}
+	healthy := func(st registryStatus) bool {
+		return st.State == "connected" && st.Watches == 2 && st.Subscriptions == 1
+	}
+	waitFor("the first session", healthy)
+
+	// 1. Unreachable past the session timeout: the session expires.
+	proxy.Pause()
+	waitFor("the registry to notice", func(st registryStatus) bool { return st.Degraded })
+	degradedReady()
+	time.Sleep(3 * time.Second) // > session_timeout: the server expires the session
+	proxy.Resume()
+	waitFor("a new session", func(st registryStatus) bool { return healthy(st) && st.SessionExpiries == 1 })
+	if n := f.serverWatches(t); n != 2 {
+		t.Errorf("after the session expiry ZooKeeper holds %d watches; want 2", n)
+	}
+
+	// 2. ZooKeeper restarts.
+	srv.Stop()
+	waitFor("the registry to notice the restart", func(st registryStatus) bool { return st.Degraded })
+	degradedReady()
+	srv.Start()
+	waitFor("the session back", healthy)
+	if n := f.serverWatches(t); n != 2 {
+		t.Errorf("after the restart ZooKeeper holds %d watches; want 2", n)
+	}
+	if r := do(t, "GET", tg.admin+"/readyz", nil); r.status != 200 || strings.Contains(r.body, "degraded") {
+		t.Errorf("readyz after the outages: %d %s", r.status, r.body)
+	}
+
+	stopLoad()
+	if n := failures.Load(); n > 0 {
+		t.Errorf("%d of %d requests failed; first: %v", n, total.Load(), firstFailure.Load())
+	}
+	if n := empty.Load(); n > 0 {
+		t.Errorf("the provider list was empty %d times", n)
+	}
+	t.Logf("%d requests across a session expiry and a restart; status %+v", total.Load(), reg.Status())
+}
+
+type registryStatus = registry.Status
