@@ -11,6 +11,12 @@
 //     attachments, multiplexing, the provider's heartbeats, its ZooKeeper
 //     nodes (dubbogo_test.go); and against dubbo-go's own generic consumer
 //     in benchmarks (dubbogo_bench_test.go).
+//   - The gateway (package gateway) against the same provider, found
+//     through its ZooKeeper registry: real HTTP requests to HTTP→Dubbo
+//     routes, generic and typed (every parameter source, DTO, map, list,
+//     long and null results), the generic pass-through and its allow list,
+//     exceptions, timeouts, bad arguments, missing providers, and the
+//     gateway's /admin/services and consumer nodes (gateway_test.go).
 //
 // dubbo-go facts the tests meet (and expect): it keys a service's
 // methods by name only, so it cannot expose Java overloads; its generic
