@@ -31,6 +31,8 @@ type Config struct {
 	Routes []*Route `yaml:"routes"`
 	// Demo starts in-process demo services, so the quickstart needs nothing external.
 	Demo Demo `yaml:"demo"`
+	// Redis is the Redis server of token lookups and distributed rate limits.
+	Redis Redis `yaml:"redis"`
 }
 
 // Admin configures the admin listener.
@@ -62,6 +64,9 @@ type Server struct {
 	// MaxInFlight sheds requests beyond this many in flight with a fast 503 SHED. 0 = no limit. Default 10000.
 	// A pointer, like Retry.Retries, so that an explicit 0 survives Defaults.
 	MaxInFlight *int `yaml:"max_in_flight"`
+	// AdaptiveConcurrency makes the global limit follow measured latency
+	// (between its min and max_in_flight).
+	AdaptiveConcurrency *AdaptiveConcurrency `yaml:"adaptive_concurrency"`
 	// TrustedProxies are CIDRs whose X-Forwarded-For entries are believed when finding the client IP.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// H2C serves HTTP/2 without TLS (prior knowledge) beside HTTP/1.1. Default true.
@@ -104,10 +109,12 @@ type AccessLog struct {
 // Filter is one entry of a filter list: exactly one of its fields is set,
 // and its YAML key names the filter, e.g. `- cors: {allow_origins: ["*"]}`.
 type Filter struct {
-	CORS    *CORS     `yaml:"cors"`
-	Headers *Headers  `yaml:"headers"`
-	Rewrite *Rewrite  `yaml:"rewrite"`
-	IP      *IPFilter `yaml:"ip"`
+	CORS      *CORS      `yaml:"cors"`
+	Headers   *Headers   `yaml:"headers"`
+	Rewrite   *Rewrite   `yaml:"rewrite"`
+	IP        *IPFilter  `yaml:"ip"`
+	Auth      *Auth      `yaml:"auth"`
+	RateLimit *RateLimit `yaml:"rate_limit"`
 }
 
 // CORS configures cross-origin resource sharing for a route.
@@ -177,6 +184,11 @@ type Route struct {
 	Timeout Duration `yaml:"timeout"`
 	// MaxBodyBytes overrides server.max_body_bytes for this route.
 	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
+	// MaxInFlight sheds this route's requests beyond this many in flight
+	// with a fast 503 SHED, before any filter, upstream or Redis work. 0 = no limit.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// AdaptiveConcurrency makes the route's limit follow its latency.
+	AdaptiveConcurrency *AdaptiveConcurrency `yaml:"adaptive_concurrency"`
 }
 
 // Match selects requests. Path and Prefix are exclusive; one of them is required.

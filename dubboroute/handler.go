@@ -213,12 +213,24 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request, dir *registry.Dir
 // W3C trace context, so a Java provider with OpenTelemetry continues the
 // caller's trace.
 func (h *Handler) attachments(r *http.Request) map[string]string {
-	m := make(map[string]string, len(h.cfg.Attachments)+3)
+	info := exchange.From(r.Context())
+	n := len(h.cfg.Attachments) + 3
+	if info != nil {
+		n += len(info.Attachments)
+	}
+	m := make(map[string]string, n)
 	for k, v := range h.cfg.Attachments {
 		m[k] = v
 	}
-	if info := exchange.From(r.Context()); info != nil && info.RequestID != "" {
-		m["request-id"] = info.RequestID
+	if info != nil {
+		if info.RequestID != "" {
+			m["request-id"] = info.RequestID
+		}
+		// Identity from the auth filter wins over constants: a route cannot
+		// be configured, nor a client trick it, into sending another user.
+		for k, v := range info.Attachments {
+			m[k] = v
+		}
 	}
 	for _, k := range [...]string{"traceparent", "tracestate"} {
 		if v := r.Header.Get(k); v != "" {

@@ -25,6 +25,7 @@ const (
 	CodeBreakerOpen      = "BREAKER_OPEN"        // 503
 	CodeOverloaded       = "UPSTREAM_OVERLOADED" // 503: the provider, or the connection to it, is at its limit
 	CodeDraining         = "DRAINING"            // 503
+	CodeAuthUnavailable  = "AUTH_UNAVAILABLE"    // 503: the token store cannot answer in time
 	CodeTimeout          = "TIMEOUT"             // 504
 	CodeClientClosed     = "CLIENT_CLOSED"       // 499 (logged only; nobody reads the answer)
 )

@@ -33,6 +33,11 @@ type Info struct {
 	Start time.Time
 	// ErrorCode is set when the gateway itself answered with an error (see Code* constants).
 	ErrorCode string
+	// UserID is the authenticated user, set by the auth filter; empty when anonymous.
+	UserID string
+	// Attachments are identity values the auth filter asks to send to Dubbo
+	// providers as attachments; nil when none.
+	Attachments map[string]string
 }
 
 type ctxKey struct{}
