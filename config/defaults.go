@@ -76,6 +76,7 @@ func Defaults(c *Config) {
 	setDefault(&c.AccessLog.Output, DefaultAccessLogOutput)
 
 	defaultDubbo(c)
+	defaultRisk(c)
 	defaultFilters(c.DefaultFilters)
 	for _, u := range c.Upstreams {
 		if u != nil {

@@ -127,7 +127,7 @@ func TestParseRefusesMistakes(t *testing.T) {
 			[]want{{"routes[0].filters[0].cors.allow_origin", "unknown key (known: allow_origins, allow_methods, allow_headers, expose_headers, allow_credentials, max_age)", 13}}},
 		{"unknown filter", withFilter("ratelimit: {rps: 3}"),
 			// The entry is empty too, but that follows from the unknown key and is not repeated.
-			[]want{{"routes[0].filters[0].ratelimit", "unknown key (known: cors, headers, rewrite, ip)", 13}}},
+			[]want{{"routes[0].filters[0].ratelimit", "unknown key (known: cors, headers, rewrite, ip, auth, rate_limit)", 13}}},
 		{"unknown retry key", withUpstream("    targets: [{url: \"http://a:1\"}]\n    retry: {attempts: 3}\n"),
 			[]want{{"upstreams.users.retry.attempts", "unknown key (known: retries, on, methods)", 9}}},
 		{"unknown match key", withRoute("{prefix: /, verb: GET}", ""), []want{{"routes[0].match.verb", "unknown key", 10}}},

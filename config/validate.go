@@ -99,6 +99,7 @@ func validate(c *Config) problems {
 	validateUpstreams(&ps, c.Upstreams)
 	validateRoutes(&ps, c)
 	validateDubbo(&ps, c)
+	validateRisk(&ps, c)
 
 	if c.Demo.HTTP != "" {
 		check("demo.http", checkListenAddr(c.Demo.HTTP))
@@ -337,9 +338,17 @@ func validateFilter(ps *problems, path string, f Filter, params []string) {
 		set = append(set, "ip")
 		validateIPFilter(ps, path+".ip", f.IP)
 	}
+	if f.Auth != nil {
+		set = append(set, "auth")
+		validateAuth(ps, path+".auth", f.Auth)
+	}
+	if f.RateLimit != nil {
+		set = append(set, "rate_limit")
+		validateRateLimit(ps, path+".rate_limit", f.RateLimit)
+	}
 	switch len(set) {
 	case 0:
-		ps.add(path, 0, "empty filter entry: name one filter (cors, headers, rewrite or ip)")
+		ps.add(path, 0, "empty filter entry: name one filter (cors, headers, rewrite, ip, auth or rate_limit)")
 	case 1:
 	case 2:
 		ps.add(path, 0, "filter entry sets both %s and %s; write one per list item", set[0], set[1])
