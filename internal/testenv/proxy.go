@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -13,10 +14,13 @@ import (
 // connections are cut and new ones are closed as soon as they are
 // accepted — and Resume to forward again. Kept paused past a ZooKeeper
 // session timeout, it makes the server expire the client's session.
+// SetDelay makes the target slow instead: every reply is held back.
 type Proxy struct {
 	target string
 	ln     net.Listener
 	wg     sync.WaitGroup
+
+	delay atomic.Int64 // nanoseconds each chunk from the target is held
 
 	mu     sync.Mutex
 	paused bool
@@ -50,6 +54,11 @@ func (p *Proxy) Pause() {
 	p.paused = true
 	p.cutLocked()
 }
+
+// SetDelay holds every chunk the target sends for d before forwarding it
+// (each chunk d after it arrived, in order; replies do not queue behind
+// each other's delays), as a slow server looks to its clients. 0 ends it.
+func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Resume forwards new connections again.
 func (p *Proxy) Resume() {
@@ -108,7 +117,10 @@ func (p *Proxy) forward(client net.Conn) {
 		done <- struct{}{}
 	}
 	go pipe(upstream, client)
-	go pipe(client, upstream)
+	go func() {
+		p.delayedCopy(client, upstream)
+		done <- struct{}{}
+	}()
 	<-done
 	// One direction ended: end both, which also ends the other copy.
 	p.untrack(client)
@@ -132,4 +144,38 @@ func (p *Proxy) untrack(c net.Conn) {
 	delete(p.conns, c)
 	p.mu.Unlock()
 	c.Close()
+}
+
+// delayedCopy copies src to dst, each chunk held for the delay in force
+// when it was read.
+func (p *Proxy) delayedCopy(dst, src net.Conn) {
+	type chunk struct {
+		data []byte
+		due  time.Time
+	}
+	chunks := make(chan chunk, 1024)
+	go func() {
+		defer close(chunks)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				chunks <- chunk{data: append([]byte(nil), buf[:n]...), due: time.Now().Add(time.Duration(p.delay.Load()))}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for c := range chunks {
+		if wait := time.Until(c.due); wait > 0 {
+			time.Sleep(wait)
+		}
+		if _, err := dst.Write(c.data); err != nil {
+			src.Close() // stops the reader, which closes chunks
+			for range chunks {
+			}
+			return
+		}
+	}
 }

@@ -89,3 +89,37 @@ func TestProxyToDeadTargetClosesClient(t *testing.T) {
 		t.Fatalf("read from a proxy to nowhere: %v, want EOF or reset", err)
 	}
 }
+
+// TestProxyDelay: with a delay set, each reply comes at least that late;
+// replies sent close together are not queued behind each other's delays;
+// back to 0, replies are prompt again.
+func TestProxyDelay(t *testing.T) {
+	p := StartProxy(t, echoServer(t))
+	c := dial(t, p.Addr())
+	p.SetDelay(200 * time.Millisecond)
+	start := time.Now()
+	if got, err := roundTrip(c, "slow"); err != nil || got != "slow" {
+		t.Fatalf("%q, %v", got, err)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("a reply came after %v with a 200ms delay", d)
+	}
+	// Five lines at once: all replies arrive about one delay later, not five.
+	start = time.Now()
+	if _, err := c.Write([]byte("a\nb\nc\nd\ne\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	for range 5 {
+		if _, err := r.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d < 200*time.Millisecond || d > 900*time.Millisecond {
+		t.Errorf("five pipelined replies took %v; want one delay (200ms), not five", d)
+	}
+	p.SetDelay(0)
+	if got, err := roundTrip(c, "fast"); err != nil || got != "fast" {
+		t.Fatalf("%q, %v", got, err)
+	}
+}
