@@ -1,0 +1,248 @@
+package ratelimit_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/rueidis"
+
+	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/filter/ratelimit"
+	"github.com/dubbogw/dubbogw/internal/testenv"
+)
+
+// fakeClock is a settable Deps.Now.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// rueidisScripter is ratelimit.Scripter over a plain rueidis client:
+// EVALSHA, then EVAL when Redis does not know the script.
+type rueidisScripter struct {
+	client  rueidis.Client
+	mu      sync.Mutex
+	scripts map[string]*rueidis.Lua
+}
+
+func (s *rueidisScripter) EvalInts(ctx context.Context, script string, keys, args []string) ([]int64, error) {
+	s.mu.Lock()
+	lua := s.scripts[script]
+	if lua == nil {
+		lua = rueidis.NewLuaScript(script)
+		s.scripts[script] = lua
+	}
+	s.mu.Unlock()
+	return lua.Exec(ctx, s.client, keys, args).AsIntSlice()
+}
+
+// newScripter connects a new client (a gateway instance of its own) to addr.
+func newScripter(t testing.TB, addr string) *rueidisScripter {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:  []string{addr},
+		DisableCache: true,
+		Dialer:       net.Dialer{Timeout: time.Second},
+	})
+	if err != nil {
+		t.Fatalf("connecting to Redis at %s: %v", addr, err)
+	}
+	t.Cleanup(c.Close)
+	return &rueidisScripter{client: c, scripts: make(map[string]*rueidis.Lua)}
+}
+
+// scripterFunc adapts a function to ratelimit.Scripter.
+type scripterFunc func(ctx context.Context, script string, keys, args []string) ([]int64, error)
+
+func (f scripterFunc) EvalInts(ctx context.Context, script string, keys, args []string) ([]int64, error) {
+	return f(ctx, script, keys, args)
+}
+
+// uniqueRoute names a test's route, and so its Redis keys, uniquely; the
+// keys are deleted when the test ends.
+func uniqueRoute(t testing.TB, s *rueidisScripter) string {
+	t.Helper()
+	route := strings.ReplaceAll(t.Name(), "/", "_") + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if s != nil {
+		t.Cleanup(func() { deleteKeys(t, s.client, "ratelimit:"+route+":*") })
+	}
+	return route
+}
+
+func deleteKeys(t testing.TB, c rueidis.Client, pattern string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var cursor uint64
+	for {
+		entry, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			t.Logf("cleaning up %s: %v", pattern, err)
+			return
+		}
+		if len(entry.Elements) > 0 {
+			if err := c.Do(ctx, c.B().Del().Key(entry.Elements...).Build()).Error(); err != nil {
+				t.Logf("cleaning up %s: %v", pattern, err)
+				return
+			}
+		}
+		if cursor = entry.Cursor; cursor == 0 {
+			return
+		}
+	}
+}
+
+// privateRedis is a redis-server of the test's own, to stop or kill.
+type privateRedis struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+func startPrivateRedis(t testing.TB) *privateRedis {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting redis-server: %v", err)
+	}
+	p := &privateRedis{addr: "127.0.0.1:" + port, cmd: cmd}
+	t.Cleanup(p.kill)
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "Ready to accept connections") {
+				close(ready)
+				break
+			}
+		}
+		for sc.Scan() { // drain so the server never blocks on its stdout
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("redis-server on port %s not ready after 10s", port)
+	}
+	return p
+}
+
+func (p *privateRedis) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signalling redis-server: %v", err)
+	}
+}
+
+func (p *privateRedis) kill() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+}
+
+// newFilter builds a filter and fails the test on error.
+func newFilter(t testing.TB, cfg config.RateLimit, deps ratelimit.Deps) *ratelimit.Filter {
+	t.Helper()
+	f, err := ratelimit.New(&cfg, deps)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return f
+}
+
+// okHandler answers 204.
+var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNoContent)
+})
+
+// request is a GET from client carrying an exchange.Info.
+func request(ctx context.Context, client, user string) (*http.Request, *exchange.Info) {
+	r := httptest.NewRequest(http.MethodGet, "/x", nil).WithContext(ctx)
+	info := &exchange.Info{Route: "r", UserID: user}
+	if client != "" {
+		info.ClientIP = netip.MustParseAddr(client)
+	}
+	return r.WithContext(exchange.WithInfo(ctx, info)), info
+}
+
+// serve runs one request through h.
+func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// counter sums the counters of reg named name whose labels include labels.
+func counter(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			have := make(map[string]string)
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue metrics
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+// redisAddr is the shared test Redis.
+func redisAddr(t testing.TB) string { return testenv.RedisAddr(t) }
+
+var errBoom = errors.New("boom")

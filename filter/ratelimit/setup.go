@@ -1,0 +1,292 @@
+// Package ratelimit implements the rate_limit route filter: it limits how
+// many requests each key (client address, user, header value or the whole
+// route) may make, with a token bucket kept in the gateway or, shared
+// between gateway instances, in Redis.
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dubbogw/dubbogw/config"
+)
+
+// Scripter runs a Lua script in Redis and returns its integer-array reply;
+// the gateway's redisclient.Client satisfies it (EVALSHA with load-on-miss,
+// deadline, breaker, metrics).
+type Scripter interface {
+	EvalInts(ctx context.Context, script string, keys, args []string) ([]int64, error)
+}
+
+// Deps are what a rate limit filter needs from the gateway.
+type Deps struct {
+	// Redis runs the distributed limit; required when the config is distributed.
+	// It must honour ctx's deadline and must not keep or change keys and args.
+	Redis Scripter
+	// Metrics registers the filter's metrics; nil: not registered.
+	Metrics prometheus.Registerer
+	// Log receives fallback warnings; nil: discarded.
+	Log *slog.Logger
+	// Route names the route: a metric label and part of the Redis keys.
+	Route string
+	// Now is the clock of the local limit; nil: time.Now.
+	Now func() time.Time
+}
+
+const (
+	// redisDecisionTimeout bounds one distributed decision; past it the
+	// local limit answers.
+	redisDecisionTimeout = 20 * time.Millisecond
+	// defaultMaxKeys bounds the local buckets when the config does not.
+	defaultMaxKeys = 100000
+	// minInterval is the shortest time between two requests a limit may
+	// allow on one key: Redis's clock (TIME) counts microseconds.
+	minInterval = time.Microsecond
+	// fallbackLogEvery spaces the warnings logged while Redis cannot answer.
+	fallbackLogEvery = 10 * time.Second
+)
+
+// keyKind says what a request's bucket is chosen by.
+type keyKind int
+
+const (
+	keyClientIP keyKind = iota
+	keyUser
+	keyHeader
+	keyRoute
+)
+
+// Sources and results of decisions, as metric label values.
+const (
+	sourceLocal = iota
+	sourceRedis
+	sourceFallback
+	numSources
+)
+
+var sourceNames = [numSources]string{"local", "redis", "fallback"}
+
+// Reasons a distributed decision fell back to the local limit.
+const (
+	reasonTimeout    = iota // the decision's deadline passed
+	reasonCanceled          // the request's context was canceled
+	reasonRedisError        // Redis answered with an error (script error, OOM, ...)
+	reasonBadReply          // the script's reply had an unexpected shape
+	reasonError             // anything else: connection refused, breaker open, ...
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"timeout", "canceled", "redis_error", "bad_reply", "error"}
+
+// Filter is a compiled config.RateLimit for one route. It is safe for
+// concurrent use; Wrap may be called any number of times, the wrapped
+// handlers share its buckets.
+type Filter struct {
+	route   string
+	kind    keyKind
+	header  string // canonical header name, keyHeader only
+	limit   string // RateLimit-Limit value: the burst
+	buckets *buckets
+
+	now   func() time.Time
+	start time.Time // local bucket times are nanoseconds since start
+
+	redis      Scripter // nil: local only
+	redisKey   string   // "ratelimit:<route>:", the prefix of every Redis key
+	scriptArgs []string // emission interval (µs), burst, key TTL (ms); read-only
+
+	decisions [numSources][2]prometheus.Counter // [source][allowed?1:0]
+	fallbacks [numReasons]prometheus.Counter
+
+	log             *slog.Logger
+	lastFallbackLog atomic.Int64 // f.elapsed() of the last fallback warning; MinInt64: never
+	unlogged        atomic.Int64 // fallbacks since the last warning
+}
+
+// New compiles cfg into the rate limit filter of the route deps.Route.
+func New(cfg *config.RateLimit, deps Deps) (*Filter, error) {
+	if cfg == nil {
+		return nil, errors.New("rate_limit: no configuration")
+	}
+	if cfg.Rate <= 0 {
+		return nil, fmt.Errorf("rate: %d: must be at least 1", cfg.Rate)
+	}
+	per := cfg.Per.D()
+	if per == 0 {
+		per = time.Second
+	}
+	if per < 0 {
+		return nil, fmt.Errorf("per: %s: must be positive", per)
+	}
+	burst := cfg.Burst
+	if burst == 0 {
+		burst = cfg.Rate
+	}
+	if burst < 0 {
+		return nil, fmt.Errorf("burst: %d: must be at least 1", burst)
+	}
+	interval := per / time.Duration(cfg.Rate)
+	if interval < minInterval {
+		return nil, fmt.Errorf("rate: %d per %s is more than one request per %s", cfg.Rate, per, minInterval)
+	}
+	if int64(interval) > math.MaxInt64/int64(burst) {
+		return nil, fmt.Errorf("burst: %d requests at one per %s is too long a period", burst, interval)
+	}
+	maxKeys := cfg.MaxKeys
+	if maxKeys == 0 {
+		maxKeys = defaultMaxKeys
+	}
+	if maxKeys < 0 {
+		return nil, fmt.Errorf("max_keys: %d: must be at least 1", maxKeys)
+	}
+	kind, header, err := parseKey(cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Distributed && deps.Redis == nil {
+		return nil, errors.New("distributed: no Redis client: configure the top-level redis: section")
+	}
+
+	f := &Filter{
+		route:    deps.Route,
+		kind:     kind,
+		header:   header,
+		limit:    strconv.Itoa(burst),
+		now:      deps.Now,
+		log:      deps.Log,
+		redisKey: "ratelimit:" + deps.Route + ":",
+	}
+	if f.now == nil {
+		f.now = time.Now
+	}
+	f.start = f.now()
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
+	}
+	f.log = f.log.With("filter", "rate_limit", "route", deps.Route)
+	f.lastFallbackLog.Store(math.MinInt64)
+	if cfg.Distributed {
+		f.redis = deps.Redis
+		ttl := time.Duration(burst) * interval
+		f.scriptArgs = []string{
+			strconv.FormatFloat(float64(interval)/float64(time.Microsecond), 'g', -1, 64),
+			strconv.Itoa(burst),
+			strconv.FormatInt(int64((ttl+time.Millisecond-1)/time.Millisecond), 10),
+		}
+	}
+
+	m, err := newMetrics(deps.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	for s := range numSources {
+		f.decisions[s][0] = m.decisions.WithLabelValues(deps.Route, "limited", sourceNames[s])
+		f.decisions[s][1] = m.decisions.WithLabelValues(deps.Route, "allowed", sourceNames[s])
+	}
+	for r := range numReasons {
+		f.fallbacks[r] = m.fallbacks.WithLabelValues(deps.Route, reasonNames[r])
+	}
+	f.buckets = newBuckets(maxKeys, int64(interval), int64(burst)*int64(interval), m.evictions.WithLabelValues(deps.Route))
+	return f, nil
+}
+
+// parseKey reads config.RateLimit.Key.
+func parseKey(key string) (keyKind, string, error) {
+	switch key {
+	case "", "client_ip":
+		return keyClientIP, "", nil
+	case "user":
+		return keyUser, "", nil
+	case "route":
+		return keyRoute, "", nil
+	}
+	if name, ok := strings.CutPrefix(key, "header:"); ok {
+		if !validHeaderName(name) {
+			return 0, "", fmt.Errorf("key: %q: bad header name", key)
+		}
+		return keyHeader, textproto.CanonicalMIMEHeaderKey(name), nil
+	}
+	return 0, "", fmt.Errorf("key: %q: want client_ip, user, route or header:<Name>", key)
+}
+
+// validHeaderName reports whether name is a non-empty HTTP token (RFC 9110).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// metrics are the filter's metric families, shared by the filters of every
+// route and every route table (reloads build new filters).
+type metrics struct {
+	decisions *prometheus.CounterVec // dubbogw_ratelimit_decisions_total{route,result,source}
+	fallbacks *prometheus.CounterVec // dubbogw_ratelimit_fallbacks_total{route,reason}
+	evictions *prometheus.CounterVec // dubbogw_ratelimit_evictions_total{route}
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dubbogw_ratelimit_decisions_total",
+			Help: "Rate limit decisions, by route, result (allowed, limited) and source (local, redis, fallback: the local limit because Redis could not answer in time).",
+		}, []string{"route", "result", "source"}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dubbogw_ratelimit_fallbacks_total",
+			Help: "Distributed rate limit decisions the local limit made instead, by route and reason (timeout, canceled, redis_error, bad_reply, error).",
+		}, []string{"route", "reason"}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dubbogw_ratelimit_evictions_total",
+			Help: "Local rate limit buckets dropped, least recently used first, to stay within max_keys, by route.",
+		}, []string{"route"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	if m.decisions, err = register(reg, m.decisions); err != nil {
+		return nil, err
+	}
+	if m.fallbacks, err = register(reg, m.fallbacks); err != nil {
+		return nil, err
+	}
+	if m.evictions, err = register(reg, m.evictions); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the identical collector registered
+// before (by another route's filter or an earlier route table).
+func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+			return existing, nil
+		}
+	}
+	return nil, fmt.Errorf("registering rate limit metrics: %w", err)
+}
