@@ -1,0 +1,203 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/redisclient"
+)
+
+// Wrap returns the auth handler in front of next.
+func (f *Filter) Wrap(next http.Handler) http.Handler {
+	return &handler{Filter: f, next: next}
+}
+
+type handler struct {
+	*Filter
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	for _, name := range h.stripHeaders {
+		delete(r.Header, name) // a client cannot send its own identity
+	}
+	token := h.token.read(r)
+	switch {
+	case token == "":
+		h.withoutIdentity(w, r, outcomeMissing, "missing token")
+		return
+	case len(token) > maxTokenLen:
+		h.withoutIdentity(w, r, outcomeInvalid, "invalid token")
+		return
+	}
+
+	start := time.Now()
+	ctx := r.Context()
+	var cancel context.CancelFunc
+	if h.ownTimeout {
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+	}
+	value, pttl, found, err := h.store.Lookup(ctx, token)
+	if cancel != nil {
+		cancel()
+	}
+	took := time.Since(start).Seconds()
+	if err != nil {
+		h.m.lookup[lookupError].Observe(took)
+		h.storeFailed(w, r, err)
+		return
+	}
+	var id *identity
+	if found {
+		h.m.lookup[lookupFound].Observe(took)
+		id = h.identities.get(value, h.fields.parse)
+	} else {
+		h.m.lookup[lookupNotFound].Observe(took)
+	}
+	if id == nil {
+		h.withoutIdentity(w, r, outcomeInvalid, "invalid token")
+		return
+	}
+
+	if h.renewer != nil && pttl >= 0 && pttl < h.threshold {
+		h.renewer.request(token, start)
+	}
+	for _, hv := range id.headers {
+		r.Header[hv.name] = hv.values
+	}
+	if info := exchange.From(r.Context()); info != nil {
+		info.UserID = id.userID
+		info.Attachments = id.attachments
+	}
+	h.m.outcomes[outcomeOK].Inc()
+	h.next.ServeHTTP(w, r)
+}
+
+// withoutIdentity lets a request without a valid token go on where an
+// anonymous rule allows it, and answers 401 otherwise.
+func (h *handler) withoutIdentity(w http.ResponseWriter, r *http.Request, why outcome, message string) {
+	if h.anonymousAllowed(r) {
+		h.m.outcomes[outcomeAnonymous].Inc()
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	h.m.outcomes[why].Inc()
+	if h.token.header != "" && h.token.bearer {
+		challenge := "Bearer"
+		if why == outcomeInvalid {
+			challenge = `Bearer error="invalid_token"`
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+	}
+	exchange.WriteError(w, r, http.StatusUnauthorized, exchange.CodeUnauthorized, message)
+}
+
+// storeFailed answers a request whose token the store could not look up
+// in time, as on_store_error says.
+func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil { // the client went away: nobody reads the answer
+		exchange.WriteError(w, r, 499, exchange.CodeClientClosed, "client closed the request")
+		return
+	}
+	if h.anonOnError && h.anonymousAllowed(r) {
+		h.m.outcomes[outcomeAnonymous].Inc()
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	why := outcomeStoreError
+	if errors.Is(err, redisclient.ErrBreakerOpen) || errors.Is(err, redisclient.ErrOverloaded) || errors.Is(err, redisclient.ErrUnavailable) {
+		why = outcomeRejected
+	}
+	h.m.outcomes[why].Inc()
+	h.log.Debug("token store failed", "error", err)
+	w.Header().Set("Retry-After", "1")
+	exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeAuthUnavailable, "the token store is unavailable; retry later")
+}
+
+// anonymousAllowed reports whether a rule lets r go on without identity.
+// Only clean paths match (the gateway cleans them before filters run), so
+// "/public/../admin" is never anonymous.
+func (f *Filter) anonymousAllowed(r *http.Request) bool {
+	if len(f.anonymous) == 0 {
+		return false
+	}
+	p := r.URL.Path
+	if (strings.Contains(p, "//") || strings.Contains(p, "/.")) && cleanPath(p) != p {
+		return false
+	}
+	for _, rule := range f.anonymous {
+		if len(rule.methods) > 0 && !slices.Contains(rule.methods, r.Method) {
+			continue
+		}
+		if p == rule.path || rule.prefix && (strings.HasPrefix(p, rule.path) || p == rule.path[:len(rule.path)-1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanPath is path.Clean keeping a trailing slash, as the gateway does.
+func cleanPath(p string) string {
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}
+
+// read returns the request's token: from the header (without its "Bearer "
+// prefix), else the cookie, else the query parameter; "" when none.
+func (s *tokenSource) read(r *http.Request) string {
+	if s.header != "" {
+		if vs := r.Header[s.header]; len(vs) > 0 {
+			v := vs[0]
+			if s.bearer && len(v) >= 6 && strings.EqualFold(v[:6], "bearer") && (len(v) == 6 || v[6] == ' ' || v[6] == '\t') {
+				v = v[6:]
+			}
+			if v = strings.TrimSpace(v); v != "" {
+				return v
+			}
+		}
+	}
+	if s.cookie != "" {
+		if c, err := r.Cookie(s.cookie); err == nil && c.Value != "" {
+			return c.Value
+		}
+	}
+	if s.query != "" {
+		return queryValue(r.URL.RawQuery, s.query)
+	}
+	return ""
+}
+
+// queryValue returns the first value of the query parameter name, without
+// parsing the whole query.
+func queryValue(rawQuery, name string) string {
+	for rawQuery != "" {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		k, v, _ := strings.Cut(pair, "=")
+		if strings.ContainsAny(k, "%+") {
+			var err error
+			if k, err = url.QueryUnescape(k); err != nil {
+				continue
+			}
+		}
+		if k != name {
+			continue
+		}
+		v, err := url.QueryUnescape(v)
+		if err != nil {
+			return ""
+		}
+		return v
+	}
+	return ""
+}

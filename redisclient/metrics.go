@@ -1,0 +1,159 @@
+package redisclient
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// result classifies a finished command for the command histogram; the error
+// results are also the kinds of dubbogw_redis_errors_total.
+type result int
+
+const (
+	resultOK          result = iota
+	resultNil                // the key does not exist (redis nil): not an error
+	resultTimeout            // the deadline passed before Redis answered
+	resultUnavailable        // not connected (yet), or the client is closed
+	resultBreakerOpen        // the breaker failed it at once
+	resultOverloaded         // no pending slot before the deadline
+	resultRedis              // Redis answered with an error reply
+	resultConnection         // the connection failed
+	resultCanceled           // the caller gave up (its context was canceled)
+	numResults
+)
+
+func (r result) String() string {
+	switch r {
+	case resultOK:
+		return "ok"
+	case resultNil:
+		return "nil"
+	case resultTimeout:
+		return "timeout"
+	case resultUnavailable:
+		return "unavailable"
+	case resultBreakerOpen:
+		return "breaker_open"
+	case resultOverloaded:
+		return "overloaded"
+	case resultRedis:
+		return "redis"
+	case resultConnection:
+		return "connection"
+	case resultCanceled:
+		return "canceled"
+	}
+	return "unknown"
+}
+
+// Breaker states, as the dubbogw_redis_breaker_state gauge shows them.
+const (
+	stateClosed  = 0
+	stateOpen    = 1
+	stateProbing = 2
+)
+
+// metrics are the client's metric families. Several clients registered on
+// one registry (a configuration reload) share them.
+type metrics struct {
+	duration     *prometheus.HistogramVec
+	errors       *prometheus.CounterVec
+	pending      prometheus.Gauge
+	pendingLimit prometheus.Gauge
+	pendingWait  prometheus.Histogram
+	breakerState prometheus.Gauge
+	cacheHits    prometheus.Counter
+	cacheMisses  prometheus.Counter
+	connected    prometheus.Gauge
+
+	errorsByResult [numResults]prometheus.Counter // nil for ok and nil
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "dubbogw_redis_command_duration_seconds",
+			Help:    "Time from calling a Redis command to its result, by command and result (ok, nil, timeout, unavailable, breaker_open, overloaded, redis, connection, canceled); its _count is the number of commands.",
+			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"command", "result"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dubbogw_redis_errors_total",
+			Help: "Failed Redis commands by kind (timeout, unavailable, breaker_open, overloaded, redis, connection, canceled).",
+		}, []string{"kind"}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dubbogw_redis_pending_commands",
+			Help: "Redis commands holding a pending slot (sent or about to be sent, not yet answered).",
+		}),
+		pendingLimit: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dubbogw_redis_pending_limit",
+			Help: "The most Redis commands that may be pending at once (redis.max_pending).",
+		}),
+		pendingWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "dubbogw_redis_pending_wait_seconds",
+			Help:    "Time commands that found every pending slot taken waited for one (until a slot or their deadline).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
+		}),
+		breakerState: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dubbogw_redis_breaker_state",
+			Help: "The Redis circuit breaker: 0 closed, 1 open (commands fail at once), 2 half-open (one probe in flight).",
+		}),
+		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dubbogw_redis_client_cache_hits_total",
+			Help: "GETs answered from the client-side cache.",
+		}),
+		cacheMisses: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "dubbogw_redis_client_cache_misses_total",
+			Help: "GETs that went to Redis because the client-side cache did not hold the key.",
+		}),
+		connected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "dubbogw_redis_connected",
+			Help: "1 when the Redis client is connected (its last command reached Redis), else 0.",
+		}),
+	}
+	if reg != nil {
+		m.duration = register(reg, m.duration)
+		m.errors = register(reg, m.errors)
+		m.pending = register(reg, m.pending)
+		m.pendingLimit = register(reg, m.pendingLimit)
+		m.pendingWait = register(reg, m.pendingWait)
+		m.breakerState = register(reg, m.breakerState)
+		m.cacheHits = register(reg, m.cacheHits)
+		m.cacheMisses = register(reg, m.cacheMisses)
+		m.connected = register(reg, m.connected)
+	}
+	for r := resultTimeout; r < numResults; r++ {
+		m.errorsByResult[r] = m.errors.WithLabelValues(r.String())
+	}
+	return m
+}
+
+// commandMetrics are one command's series, resolved once so that a command
+// never looks labels up.
+type commandMetrics struct {
+	name     string
+	duration [numResults]prometheus.Observer
+}
+
+func (m *metrics) command(name string) *commandMetrics {
+	cm := &commandMetrics{name: name}
+	for r := range numResults {
+		cm.duration[r] = m.duration.WithLabelValues(name, r.String())
+	}
+	return cm
+}
+
+// register registers c, or returns the collector already registered under
+// the same name, so several Clients (a configuration reload) share the series.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic("redisclient: registering metrics: " + err.Error())
+	}
+	return c
+}
