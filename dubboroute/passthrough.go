@@ -100,6 +100,11 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
 	for k, v := range body.Attachments {
 		atts[k] = v
 	}
+	if info := exchange.From(r.Context()); info != nil {
+		for k, v := range info.Attachments {
+			atts[k] = v // identity from the auth filter: a client cannot send another user's
+		}
+	}
 	inv := &dubbo.Invocation{
 		Interface: iface, Version: body.Version, Group: body.Group, Method: method,
 		ParamTypes: names, Generic: *h.cfg.Generic, Async: h.cfg.Async, Attachments: atts,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dubbogw/dubbogw/admission"
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/demo"
@@ -26,6 +27,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
 	"github.com/dubbogw/dubbogw/filter/accesslog"
 	"github.com/dubbogw/dubbogw/proxy"
+	"github.com/dubbogw/dubbogw/redisclient"
 )
 
 // Options are what a Gateway is made from.
@@ -50,7 +52,9 @@ type Gateway struct {
 	deps      deps
 	table     atomic.Pointer[table]
 	accessLog atomic.Pointer[accesslog.Logger]
-	inFlight  atomic.Int64
+	inFlight  atomic.Int64        // requests on the data plane, for drain logs
+	redis     *redisclient.Client // nil without a redis: section
+	admission *admission.Metrics
 	ready     atomic.Bool
 	draining  atomic.Bool
 
@@ -77,13 +81,6 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{opts: opts, log: opts.Logger, registry: opts.Registry, stop: make(chan struct{})}
 	g.metrics = newMetrics(g.registry,
-		func() float64 { return float64(g.inFlight.Load()) },
-		func() float64 {
-			if t := g.table.Load(); t != nil {
-				return float64(t.maxInFlight)
-			}
-			return 0
-		},
 		func() float64 {
 			if g.ready.Load() {
 				return 1
@@ -97,6 +94,20 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Redis.Address != "" {
+		if g.redis, err = redisclient.New(cfg.Redis, g.registry, g.log); err != nil {
+			return nil, fmt.Errorf("redis: %w", err)
+		}
+		// Give Redis a moment, so the first requests are not refused for a
+		// connection about to be made; a Redis that is down does not stop
+		// the start (its routes answer per their on_store_error policy).
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Redis.DialTimeout.D())
+		if err := g.redis.WaitConnected(ctx); err != nil {
+			g.log.Warn("redis not connected yet; connecting in the background", "address", cfg.Redis.Address, "error", err)
+		}
+		cancel()
+	}
+	g.admission = admission.NewMetrics(g.registry)
 	g.dubbo = dubbo.New(dubbo.Options{
 		ConnsPerAddr: cfg.Dubbo.ConnsPerAddr,
 		DialTimeout:  cfg.Dubbo.DialTimeout.D(),
@@ -107,20 +118,27 @@ func New(opts Options) (*Gateway, error) {
 		Registerer:   g.registry,
 	})
 	g.deps = deps{log: g.log, metrics: g.metrics, upstream: proxy.NewMetrics(g.registry), dubbo: g.dubbo,
-		cluster: cluster.NewMetrics(g.registry)}
+		cluster: cluster.NewMetrics(g.registry), redis: g.redis, registry: g.registry, admission: g.admission}
 	t, err := buildTable(cfg, nil, g.deps)
 	if err != nil {
 		_ = g.dubbo.Close(context.Background())
+		if g.redis != nil {
+			g.redis.Close()
+		}
 		return nil, err
 	}
 	al, err := accesslog.New(cfg.AccessLog)
 	if err != nil {
 		closeTable(t)
 		_ = g.dubbo.Close(context.Background())
+		if g.redis != nil {
+			g.redis.Close()
+		}
 		return nil, err
 	}
 	g.accessLog.Store(al)
 	g.table.Store(t)
+	g.observeLimiters(nil, t)
 	g.startCfg = cfg
 	g.applyLogLevel(cfg)
 	g.metrics.routes.Set(float64(len(t.routes)))
@@ -134,7 +152,7 @@ func New(opts Options) (*Gateway, error) {
 // configs), then releases it.
 func Check(cfg *config.Config) error {
 	d := deps{log: slog.New(slog.DiscardHandler), upstream: proxy.NewMetrics(prometheus.NewRegistry()), offline: true}
-	d.metrics = newMetrics(prometheus.NewRegistry(), zero, zero, zero)
+	d.metrics = newMetrics(prometheus.NewRegistry(), zero)
 	t, err := buildTable(cfg, nil, d)
 	if err != nil {
 		return err
@@ -150,11 +168,10 @@ func closeTable(t *table) {
 		u.Close()
 	}
 	for _, r := range t.routes {
-		if r.dubbo != nil {
-			r.dubbo.Close()
-		}
+		r.close()
 	}
-	for _, reg := range t.registries {
+	for name, reg := range t.registries {
+		t.references[name].Close()
 		_ = reg.Close()
 	}
 }
@@ -289,6 +306,7 @@ func (g *Gateway) reload() error {
 		g.log.Warn("this setting changes only on restart", "key", w)
 	}
 	g.table.Store(t)
+	g.observeLimiters(old, t)
 	g.applyLogLevel(cfg)
 	g.metrics.routes.Set(float64(len(t.routes)))
 	g.bg.Add(1)
@@ -310,9 +328,7 @@ func closeNew(t, old *table) {
 		}
 	}
 	for _, rt := range t.routes {
-		if rt.dubbo != nil {
-			rt.dubbo.Close()
-		}
+		rt.close()
 	}
 	for name, reg := range t.registries {
 		if old.registries[name] != reg {
@@ -337,6 +353,9 @@ func restartOnly(old, cfg *config.Config) []string {
 	}
 	if old.Demo != cfg.Demo {
 		out = append(out, "demo")
+	}
+	if !reflect.DeepEqual(old.Redis, cfg.Redis) {
+		out = append(out, "redis")
 	}
 	if !reflect.DeepEqual(clientPart(old.Dubbo), clientPart(cfg.Dubbo)) {
 		out = append(out, "dubbo (client settings; dubbo.types and dubbo.references do apply)")
@@ -410,6 +429,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("closing dubbo client: %w", err))
 	}
 	cancel()
+	if g.redis != nil {
+		g.redis.Close() // after the routes' filters, which stopped their renewals
+	}
 	if g.demoHTTP != nil {
 		_ = g.demoHTTP.Close()
 	}
@@ -583,4 +605,25 @@ func (g *Gateway) forgetUnlisted(prev map[string]bool) map[string]bool {
 		now[addr] = true
 	}
 	return now
+}
+
+// observeLimiters exports the in-flight limits of t (global and per
+// route) and stops exporting those of routes old had and t has not.
+func (g *Gateway) observeLimiters(old, t *table) {
+	g.admission.Observe(admission.ScopeGlobal, t.global)
+	for _, rt := range t.routes {
+		if rt.limiter != nil {
+			g.admission.Observe(rt.name, rt.limiter)
+		} else {
+			g.admission.Forget(rt.name)
+		}
+	}
+	if old == nil {
+		return
+	}
+	for _, rt := range old.routes {
+		if !t.hasRoute(rt.name) {
+			g.admission.Forget(rt.name)
+		}
+	}
 }

@@ -526,7 +526,7 @@ routes:
 		t.Fatalf("livez while saturated: %d", r.status)
 	}
 	m := do(t, "GET", tg.admin+"/metrics", nil).body
-	for _, want := range []string{`dubbogw_errors_total{code="SHED"} 1`, `dubbogw_http_saturation_ratio 1`, `dubbogw_http_in_flight 1`} {
+	for _, want := range []string{`dubbogw_errors_total{code="SHED"} 1`, `dubbogw_saturation{scope="global"} 1`, `dubbogw_inflight{scope="global"} 1`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
 		}
@@ -558,7 +558,7 @@ routes:
 		`dubbogw_http_requests_total{code="404",route="none"} 1`,
 		`dubbogw_errors_total{code="NO_ROUTE"} 1`,
 		`dubbogw_http_request_duration_seconds_count{route="users"} 3`,
-		`dubbogw_http_in_flight 0`,
+		`dubbogw_inflight{scope="global"} 0`,
 		`dubbogw_routes 1`,
 		`dubbogw_ready 1`,
 		`dubbogw_upstream_requests_total{`,

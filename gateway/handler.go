@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dubbogw/dubbogw/admission"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/filter/accesslog"
 	"github.com/dubbogw/dubbogw/filter/requestid"
@@ -60,14 +61,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve admits, routes and runs one request; it returns the metrics to count it under.
 func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.Info) *routeMetrics {
-	n := g.inFlight.Add(1)
+	g.inFlight.Add(1)
 	defer g.inFlight.Add(-1)
-	if t.maxInFlight > 0 && n > t.maxInFlight {
+	release, ok := t.global.Acquire()
+	if !ok {
 		// Shed at once: queueing here is how a slow dependency becomes an outage.
-		w.Header().Set("Retry-After", "1")
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeShed, "the gateway is at its in-flight limit; retry later")
+		shed(w, r, "the gateway is at its in-flight limit; retry later")
 		return t.notFound
 	}
+	defer func() { release(outcome(info)) }()
 
 	p := r.URL.Path
 	if !strings.HasPrefix(p, "/") {
@@ -98,6 +100,15 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 		return t.notFound
 	}
 	info.Route = rt.name
+	if rt.limiter != nil {
+		// Before any filter: a saturated route costs no Redis lookup, no upstream work.
+		release, ok := rt.limiter.Acquire()
+		if !ok {
+			shed(w, r, "route "+rt.name+" is at its in-flight limit; retry later")
+			return rt.metrics
+		}
+		defer func() { release(outcome(info)) }()
+	}
 	for _, pa := range params {
 		r.SetPathValue(pa.Name, pa.Value)
 	}
@@ -111,6 +122,23 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 	}
 	g.runRoute(rt, w, r)
 	return rt.metrics
+}
+
+// shed refuses a request at once with 503 SHED and Retry-After.
+func shed(w http.ResponseWriter, r *http.Request, msg string) {
+	w.Header().Set("Retry-After", "1")
+	exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeShed, msg)
+}
+
+// outcome is how a request ended, for adaptive limits: its latency, and
+// whether it timed out or its upstream refused it for load.
+func outcome(info *exchange.Info) admission.Outcome {
+	dropped := false
+	switch info.ErrorCode {
+	case exchange.CodeTimeout, exchange.CodeOverloaded:
+		dropped = true
+	}
+	return admission.Outcome{Latency: time.Since(info.Start), Dropped: dropped}
 }
 
 // runRoute runs the route's chain; a panic becomes a 500 for this request only.

@@ -25,7 +25,7 @@ type metrics struct {
 // noRoute labels requests that matched no route.
 const noRoute = "none"
 
-func newMetrics(reg prometheus.Registerer, inFlight func() float64, limit func() float64, ready func() float64) *metrics {
+func newMetrics(reg prometheus.Registerer, ready func() float64) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_http_requests_total",
@@ -62,23 +62,6 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64, limit func()
 		}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.errors, m.panics, m.reloads, m.reloadTime, m.reloadOK, m.routes,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "dubbogw_http_in_flight",
-			Help: "Requests in flight on the data plane.",
-		}, inFlight),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "dubbogw_http_max_in_flight",
-			Help: "The in-flight limit beyond which requests are shed (0 = none).",
-		}, limit),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "dubbogw_http_saturation_ratio",
-			Help: "In-flight requests divided by the in-flight limit: scale on this, not on CPU.",
-		}, func() float64 {
-			if l := limit(); l > 0 {
-				return inFlight() / l
-			}
-			return 0
-		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "dubbogw_ready",
 			Help: "1 while the gateway reports ready (config loaded, not draining).",

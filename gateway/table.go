@@ -15,17 +15,23 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dubbogw/dubbogw/admission"
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubboroute"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/filter"
+	"github.com/dubbogw/dubbogw/filter/auth"
 	"github.com/dubbogw/dubbogw/filter/cors"
 	"github.com/dubbogw/dubbogw/filter/headers"
 	"github.com/dubbogw/dubbogw/filter/ipfilter"
+	"github.com/dubbogw/dubbogw/filter/ratelimit"
 	"github.com/dubbogw/dubbogw/filter/rewrite"
 	"github.com/dubbogw/dubbogw/proxy"
+	"github.com/dubbogw/dubbogw/redisclient"
 	"github.com/dubbogw/dubbogw/registry"
 	"github.com/dubbogw/dubbogw/router"
 )
@@ -40,6 +46,19 @@ type route struct {
 	filters  []string
 	upstream string
 	dubbo    *dubboroute.Handler // set for Dubbo routes; holds directories until closed
+	closers  []func()            // filters holding goroutines (auth renewals)
+	limiter  admission.Limiter   // the route's in-flight limit; nil: none
+}
+
+// close releases what the route holds: its Dubbo reference and the
+// goroutines of its filters.
+func (r *route) close() {
+	if r.dubbo != nil {
+		r.dubbo.Close()
+	}
+	for _, c := range r.closers {
+		c()
+	}
 }
 
 // table is an immutable snapshot of everything a request needs: built from
@@ -56,7 +75,7 @@ type table struct {
 	trusted     []netip.Prefix
 	reqIDHeader string
 	trustReqID  bool
-	maxInFlight int64
+	global      admission.Limiter // the gateway-wide in-flight limit
 	notFound    *routeMetrics
 
 	refs      atomic.Int64
@@ -73,6 +92,10 @@ type deps struct {
 	dubbo    *dubbo.Client // nil in Check: routes are compiled, never called
 	cluster  *cluster.Metrics
 	offline  bool // Check: registries that would connect somewhere are stood in for
+
+	redis     *redisclient.Client // nil without a redis: section, and in Check
+	registry  prometheus.Registerer
+	admission *admission.Metrics // nil in Check
 }
 
 // buildTable compiles cfg. Upstreams whose config is unchanged are taken over
@@ -88,9 +111,6 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		trustReqID:  cfg.RequestID.TrustIncoming == nil || *cfg.RequestID.TrustIncoming,
 		drained:     make(chan struct{}),
 	}
-	if cfg.Server.MaxInFlight != nil {
-		t.maxInFlight = int64(*cfg.Server.MaxInFlight)
-	}
 	if t.reqIDHeader == "" {
 		t.reqIDHeader = "X-Request-Id"
 	}
@@ -102,9 +122,7 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 				u.Close()
 			}
 			for _, rt := range t.routes {
-				if rt.dubbo != nil {
-					rt.dubbo.Close()
-				}
+				rt.close()
 			}
 			for _, name := range createdRegs {
 				t.references[name].Close()
@@ -159,7 +177,7 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 
 	specs := make([]router.Spec[*route], 0, len(cfg.Routes))
 	for i, rc := range cfg.Routes {
-		rt, err := buildRoute(cfg, rc, t, d)
+		rt, err := buildRoute(cfg, rc, t, old, d)
 		if err != nil {
 			return nil, fmt.Errorf("routes[%d]%w", i, err)
 		}
@@ -171,6 +189,9 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 	}
 	if t.router, err = router.New(specs); err != nil {
 		return nil, fmt.Errorf("routes: %w", err)
+	}
+	if t.global, err = globalLimiter(cfg, old); err != nil {
+		return nil, fmt.Errorf("server.adaptive_concurrency: %w", err)
 	}
 	if !d.offline {
 		if err := awaitProviders(cfg, t); err != nil {
@@ -221,7 +242,7 @@ func (r *route) dubboDirectory() *registry.Directory {
 }
 
 // buildRoute compiles one route; errors start with the path below routes[i].
-func buildRoute(cfg *config.Config, rc *config.Route, t *table, d deps) (*route, error) {
+func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ *route, err error) {
 	var upstream http.Handler
 	var dh *dubboroute.Handler
 	if rc.Dubbo != nil {
@@ -243,41 +264,82 @@ func buildRoute(cfg *config.Config, rc *config.Route, t *table, d deps) (*route,
 	params := paramNames(rc.Match.Path)
 	var chain []filter.Filter
 	var names []string
-	closeDubbo := func() {
-		if dh != nil {
-			dh.Close()
+	rt := &route{name: rc.Name, cfg: rc, dubbo: dh, upstream: rc.Upstream}
+	defer func() {
+		if err != nil {
+			rt.close()
+		}
+	}()
+	add := func(f filter.Filter, name string) {
+		chain, names = append(chain, f), append(names, name)
+		if c, ok := f.(interface{ Close() }); ok {
+			rt.closers = append(rt.closers, c.Close)
 		}
 	}
 	for j, fc := range cfg.DefaultFilters {
-		f, name, err := buildFilter(fc, params)
+		f, name, err := buildFilter(fc, params, rc.Name, d)
 		if err != nil {
-			closeDubbo()
 			return nil, fmt.Errorf(" (default_filters[%d].%s): %w", j, name, err)
 		}
-		chain, names = append(chain, f), append(names, name)
+		add(f, name)
 	}
 	for j, fc := range rc.Filters {
-		f, name, err := buildFilter(fc, params)
+		f, name, err := buildFilter(fc, params, rc.Name, d)
 		if err != nil {
-			closeDubbo()
 			return nil, fmt.Errorf(".filters[%d].%s: %w", j, name, err)
 		}
-		chain, names = append(chain, f), append(names, name)
+		add(f, name)
+	}
+	if rt.limiter, err = routeLimiter(rc, old); err != nil {
+		return nil, fmt.Errorf(".adaptive_concurrency: %w", err)
 	}
 	maxBody := int64(rc.MaxBodyBytes)
 	if maxBody == 0 {
 		maxBody = int64(cfg.Server.MaxBodyBytes)
 	}
-	return &route{
-		name:     rc.Name,
-		cfg:      rc,
-		handler:  filter.Chain(upstream, chain...),
-		maxBody:  maxBody,
-		metrics:  d.metrics.forRoute(rc.Name),
-		filters:  names,
-		upstream: rc.Upstream,
-		dubbo:    dh,
-	}, nil
+	rt.handler = filter.Chain(upstream, chain...)
+	rt.maxBody = maxBody
+	rt.metrics = d.metrics.forRoute(rc.Name)
+	rt.filters = names
+	return rt, nil
+}
+
+// globalLimiter is the gateway-wide in-flight limit: server.max_in_flight,
+// adaptive when configured. An unchanged configuration keeps the previous
+// table's limiter, and with it what an adaptive one has learned.
+func globalLimiter(cfg *config.Config, old *table) (admission.Limiter, error) {
+	if old != nil && reflect.DeepEqual(old.cfg.Server.MaxInFlight, cfg.Server.MaxInFlight) &&
+		reflect.DeepEqual(old.cfg.Server.AdaptiveConcurrency, cfg.Server.AdaptiveConcurrency) {
+		return old.global, nil
+	}
+	limit := 0
+	if cfg.Server.MaxInFlight != nil {
+		limit = *cfg.Server.MaxInFlight
+	}
+	if a := cfg.Server.AdaptiveConcurrency; a != nil {
+		return admission.NewAdaptive(*a, limit, time.Now)
+	}
+	return admission.NewStatic(limit), nil
+}
+
+// routeLimiter is the route's in-flight limit (nil: none), kept from the
+// previous table when the route's limit settings are unchanged.
+func routeLimiter(rc *config.Route, old *table) (admission.Limiter, error) {
+	if rc.MaxInFlight == 0 && rc.AdaptiveConcurrency == nil {
+		return nil, nil
+	}
+	if old != nil {
+		for _, prev := range old.routes {
+			if prev.name == rc.Name && prev.limiter != nil && prev.cfg.MaxInFlight == rc.MaxInFlight &&
+				reflect.DeepEqual(prev.cfg.AdaptiveConcurrency, rc.AdaptiveConcurrency) {
+				return prev.limiter, nil
+			}
+		}
+	}
+	if a := rc.AdaptiveConcurrency; a != nil {
+		return admission.NewAdaptive(*a, rc.MaxInFlight, time.Now)
+	}
+	return admission.NewStatic(rc.MaxInFlight), nil
 }
 
 // newRegistry builds a registry from its config. Offline (dubbogw
@@ -308,8 +370,8 @@ func newRegistry(c *config.Registry, d deps) (registry.Registry, error) {
 	return nil, fmt.Errorf("type: unknown registry type %q", c.Type)
 }
 
-// buildFilter builds the one filter an entry names.
-func buildFilter(fc config.Filter, params []string) (filter.Filter, string, error) {
+// buildFilter builds the one filter an entry names, for route.
+func buildFilter(fc config.Filter, params []string, route string, d deps) (filter.Filter, string, error) {
 	switch {
 	case fc.CORS != nil:
 		f, err := cors.New(fc.CORS)
@@ -323,9 +385,27 @@ func buildFilter(fc config.Filter, params []string) (filter.Filter, string, erro
 	case fc.IP != nil:
 		f, err := ipfilter.New(fc.IP)
 		return f, "ip", err
+	case fc.Auth != nil:
+		if d.offline && fc.Auth.Store == "redis" {
+			return passThrough, "auth", nil // validate: checked by config, never connected
+		}
+		f, err := auth.New(fc.Auth, auth.Deps{Redis: d.redis, Metrics: d.registry, Log: d.log, Route: route})
+		return f, "auth", err
+	case fc.RateLimit != nil:
+		deps := ratelimit.Deps{Metrics: d.registry, Log: d.log, Route: route}
+		if d.redis != nil {
+			deps.Redis = d.redis
+		} else if d.offline && fc.RateLimit.Distributed {
+			return passThrough, "rate_limit", nil
+		}
+		f, err := ratelimit.New(fc.RateLimit, deps)
+		return f, "rate_limit", err
 	}
 	return nil, "?", errors.New("empty filter entry")
 }
+
+// passThrough stands in for filters dubbogw validate checks but does not build.
+var passThrough = filter.Func(func(next http.Handler) http.Handler { return next })
 
 // paramNames lists the {name} and {name...} parameters of a path pattern.
 func paramNames(pattern string) []string {
@@ -392,9 +472,7 @@ func releaseAfterDrain(old, next *table, limit time.Duration, m *metrics, log *s
 		u.Close()
 	}
 	for _, r := range old.routes {
-		if r.dubbo != nil {
-			r.dubbo.Close()
-		}
+		r.close()
 	}
 	for name, reg := range old.registries {
 		if next == nil || next.registries[name] != reg {

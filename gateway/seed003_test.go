@@ -1,0 +1,243 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dubbogw/dubbogw/bench/loadgen"
+	"github.com/dubbogw/dubbogw/internal/testenv"
+)
+
+// TestSeedIncident003 reproduces seed incident 003: a token-auth filter
+// calling a Redis that has become slow. The same bounded load (1,000
+// requests/s on an auth route, each with a token not seen before so every
+// lookup goes to Redis, plus 1,000/s on a route without auth, plus /livez
+// polled every 5 ms) runs for 20 s against a healthy Redis and for 20 s
+// against a Redis answering 200 ms late (a delaying proxy), in four rounds
+// of 5 s each way, so that drift over the run (heap, caches) weighs on both
+// sides alike. While Redis is slow: /livez keeps its p99 under 10 ms, the
+// route without auth keeps its p99 within 1.5× of the healthy runs, the
+// auth route answers within its 50 ms deadline (503 AUTH_UNAVAILABLE, the
+// configured policy), goroutines and heap stay bounded; each time Redis is
+// healthy again, valid tokens pass within 5 s.
+//
+// It measures time, so it runs without the race detector (scripts/test.sh
+// runs it in its own pass); with -race it is skipped.
+func TestSeedIncident003(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a timed load test: scripts/test.sh runs it without -race")
+	}
+	if testing.Short() {
+		t.Skip("40 s of load")
+	}
+	redisAddr := testenv.RedisAddr(t)
+	proxy := testenv.StartProxy(t, redisAddr)
+	prefix := fmt.Sprintf("seed003:%d:", time.Now().UnixNano())
+	const rate, phase, rounds = 1000, 5 * time.Second, 4
+	tokens := rate * int(phase/time.Second) * 11 / 10 // per phase, with margin
+	seedTokens(t, redisAddr, prefix, 2*rounds*tokens+1000)
+
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Seen-User", r.Header.Get("X-User-Id"))
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(upstream.Close)
+	tg := startGW(t, fmt.Sprintf(`
+redis: {address: %q, timeout: 50ms, breaker: {max_failures: 5, open_for: 1s}}
+upstreams: {u: {targets: [{url: %q}]}}
+routes:
+  - name: auth
+    match: {prefix: /auth}
+    upstream: u
+    filters: [{auth: {key_prefix: %q, timeout: 50ms, on_store_error: reject}}]
+  - name: open
+    match: {prefix: /open}
+    upstream: u
+`, proxy.Addr(), upstream.URL, prefix))
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}, Timeout: 5 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	var nextToken atomic.Int64
+	authCall := func(allowUnavailable bool) loadgen.Target {
+		return func(ctx context.Context) error {
+			tok := fmt.Sprintf("t%d", nextToken.Add(1))
+			req, _ := http.NewRequestWithContext(ctx, "GET", tg.base+"/auth/x", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			switch {
+			case resp.StatusCode == 200 && resp.Header.Get("X-Seen-User") == "u"+tok[1:]:
+				return nil
+			case resp.StatusCode == 503 && allowUnavailable:
+				return nil
+			}
+			return fmt.Errorf("token %s: %d (user %q)", tok, resp.StatusCode, resp.Header.Get("X-Seen-User"))
+		}
+	}
+	openCall, err := loadgen.HTTPGet(client, tg.base+"/open/x", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	livezCall, err := loadgen.HTTPGet(client, tg.admin+"/livez", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type measured struct {
+		auth, open, livez   *loadgen.Result
+		goroutines, heapMiB int
+	}
+	run := func(name string, allowUnavailable bool) measured {
+		t.Helper()
+		var m measured
+		var wg sync.WaitGroup
+		load := func(dst **loadgen.Result, o loadgen.OpenLoop, target loadgen.Target) {
+			wg.Go(func() {
+				res, err := o.Run(context.Background(), target)
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					return
+				}
+				*dst = res
+			})
+		}
+		load(&m.auth, loadgen.OpenLoop{Rate: rate, Duration: phase, Workers: 128, MaxInFlight: 1024}, authCall(allowUnavailable))
+		load(&m.open, loadgen.OpenLoop{Rate: rate, Duration: phase, Workers: 64, MaxInFlight: 1024}, openCall)
+		load(&m.livez, loadgen.OpenLoop{Rate: 200, Duration: phase, Workers: 4, MaxInFlight: 64}, livezCall)
+		done := make(chan struct{})
+		wg.Go(func() {
+			tick := time.NewTicker(250 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+				}
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				m.goroutines = max(m.goroutines, runtime.NumGoroutine())
+				m.heapMiB = max(m.heapMiB, int(ms.HeapInuse>>20))
+			}
+		})
+		time.Sleep(phase) // the loads run for phase; this only ends the sampler with them
+		close(done)
+		wg.Wait()
+		for what, r := range map[string]*loadgen.Result{"auth": m.auth, "open": m.open, "livez": m.livez} {
+			if r == nil {
+				t.Fatalf("%s: no %s result", name, what)
+			}
+			t.Logf("%s %s: %v", name, what, r)
+			if r.Errors > 0 || r.Dropped > 0 {
+				t.Errorf("%s %s: %d errors (first: %v), %d dropped", name, what, r.Errors, r.FirstError, r.Dropped)
+			}
+		}
+		t.Logf("%s: at most %d goroutines, %d MiB heap in use", name, m.goroutines, m.heapMiB)
+		return m
+	}
+
+	merge := func(into *measured, m measured) {
+		if into.auth == nil {
+			*into = m
+			return
+		}
+		for _, p := range [][2]*loadgen.Result{{into.auth, m.auth}, {into.open, m.open}, {into.livez, m.livez}} {
+			p[0].Latency.Merge(p[1].Latency)
+			p[0].OK += p[1].OK
+		}
+		into.goroutines = max(into.goroutines, m.goroutines)
+		into.heapMiB = max(into.heapMiB, m.heapMiB)
+	}
+	var healthy, slow measured
+	for round := range rounds {
+		merge(&healthy, run(fmt.Sprintf("round %d healthy", round), false))
+		proxy.SetDelay(200 * time.Millisecond)
+		merge(&slow, run(fmt.Sprintf("round %d slow redis", round), true))
+		proxy.SetDelay(0)
+		// Recovery: valid tokens pass again within 5 s.
+		deadline := time.Now().Add(5 * time.Second)
+		for authCall(false)(context.Background()) != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: valid tokens still refused 5s after Redis recovered", round)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	p99 := func(r *loadgen.Result) time.Duration { return r.Latency.Quantile(0.99) }
+	t.Logf("p99 over %d rounds: open %v healthy, %v slow; auth %v healthy, %v slow; livez %v healthy, %v slow",
+		rounds, p99(healthy.open), p99(slow.open), p99(healthy.auth), p99(slow.auth), p99(healthy.livez), p99(slow.livez))
+	if d := p99(slow.livez); d >= 10*time.Millisecond {
+		t.Errorf("/livez p99 %v with Redis slow; want < 10ms", d)
+	}
+	if h, s := p99(healthy.open), p99(slow.open); s > h*3/2 {
+		t.Errorf("the route without auth: p99 %v with Redis slow, %v healthy; want within 1.5×", s, h)
+	}
+	if d := p99(slow.auth); d > 50*time.Millisecond+25*time.Millisecond {
+		t.Errorf("the auth route: p99 %v with Redis slow; want within its 50ms deadline (+25ms)", d)
+	}
+	if slow.goroutines > healthy.goroutines+200 {
+		t.Errorf("goroutines: %d healthy, %d with Redis slow", healthy.goroutines, slow.goroutines)
+	}
+	if slow.heapMiB > healthy.heapMiB*3/2+16 {
+		t.Errorf("heap in use: %d MiB healthy, %d MiB with Redis slow", healthy.heapMiB, slow.heapMiB)
+	}
+	m := do(t, "GET", tg.admin+"/metrics", nil).body
+	for _, want := range []string{`dubbogw_auth_`, `dubbogw_redis_`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// seedTokens stores tokens t1..tn with values {"userId":"u<i>"} under
+// prefix, pipelined over one raw RESP connection.
+func seedTokens(t *testing.T, addr, prefix string, n int) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	w := bufio.NewWriterSize(c, 64<<10)
+	r := bufio.NewReader(c)
+	writeCmd := func(args ...string) {
+		fmt.Fprintf(w, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(w, "$%d\r\n%s\r\n", len(a), a)
+		}
+	}
+	const batch = 1000
+	for start := 1; start <= n; start += batch {
+		end := min(start+batch-1, n)
+		for i := start; i <= end; i++ {
+			writeCmd("SET", prefix+"t"+strconv.Itoa(i), `{"userId":"u`+strconv.Itoa(i)+`"}`, "EX", "3600")
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for i := start; i <= end; i++ {
+			line, err := r.ReadString('\n')
+			if err != nil || line != "+OK\r\n" {
+				t.Fatalf("SET: %q, %v", line, err)
+			}
+		}
+	}
+}
