@@ -20,6 +20,8 @@ import (
 const (
 	goalDubboOverHTTP = 0.8                  // HTTP→Dubbo peak throughput / HTTP→HTTP peak throughput, at least
 	goalP99HalfPeak   = 5 * time.Millisecond // p99 latency at half of each route's peak, under
+	goalAuthOverPlain = 0.9                  // a route with Redis token auth / the same route without, at least (issue 6)
+	goalPerInstance   = 20000                // requests/s one instance sustains, with everything on this machine (issue 6)
 )
 
 // How the measurements load the stack.
@@ -62,10 +64,12 @@ type openRow struct {
 // report is what one run of the suite found.
 type report struct {
 	plan               plan
-	rows               []row     // closed loop
-	open               []openRow // HTTP→HTTP and HTTP→Dubbo at ½ peak, then at ¼ peak
-	dubboOverHTTP      float64   // median HTTP→Dubbo peak / median HTTP→HTTP peak
-	pairedLo, pairedHi float64   // the same ratio, round by round: lowest and highest
+	rows               []row      // closed loop
+	open               []openRow  // HTTP→HTTP and HTTP→Dubbo at ½ peak, then at ¼ peak
+	dubboOverHTTP      float64    // median HTTP→Dubbo peak / median HTTP→HTTP peak
+	pairedLo, pairedHi float64    // the same ratio, round by round: lowest and highest
+	authOverPlain      [2]float64 // auth on / auth off peaks: HTTP→HTTP, HTTP→Dubbo
+	peaks              [2]float64 // HTTP→HTTP and HTTP→Dubbo peaks
 }
 
 // TestSmoke runs the whole suite with a few hundred requests, so the
@@ -82,7 +86,7 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("the table lacks %s, %s:\n%s", row.name, row.load, table)
 		}
 	}
-	if len(r.rows) != 6 || len(r.open) != 4 || len(r.open[0].p99s) != 1 || r.dubboOverHTTP <= 0 {
+	if len(r.rows) != 8 || len(r.open) != 4 || len(r.open[0].p99s) != 1 || r.dubboOverHTTP <= 0 || r.authOverPlain[0] <= 0 || r.authOverPlain[1] <= 0 {
 		t.Errorf("incomplete report: %d closed-loop rows, %d open-loop rows, ratio %v", len(r.rows), len(r.open), r.dubboOverHTTP)
 	}
 }
@@ -163,8 +167,12 @@ func runSuite(t *testing.T, s *stack, p plan) *report {
 			target: httpRoute, profile: "gateway-http-http.pprof"},
 		{name: "gateway HTTP→Dubbo", load: fmt.Sprintf("%d workers (peak)", peakWorkers), workers: peakWorkers,
 			target: dubboRoute, profile: "gateway-http-dubbo.pprof"},
+		{name: "gateway HTTP→HTTP, Redis token auth", load: fmt.Sprintf("%d workers (peak)", peakWorkers), workers: peakWorkers,
+			target: s.httpTarget(t, s.gatewayURL, "/auth/http/users/42", "Authorization", "Bearer "+benchToken), profile: "gateway-http-http-auth.pprof"},
+		{name: "gateway HTTP→Dubbo, Redis token auth", load: fmt.Sprintf("%d workers (peak)", peakWorkers), workers: peakWorkers,
+			target: s.httpTarget(t, s.gatewayURL, "/auth/api/users/42", "Authorization", "Bearer "+benchToken), profile: "gateway-http-dubbo-auth.pprof"},
 	}
-	const dubbo1, dubbo64, dubbo512, direct, gwHTTP, gwDubbo = 0, 1, 2, 3, 4, 5
+	const dubbo1, dubbo64, dubbo512, direct, gwHTTP, gwDubbo, gwHTTPAuth, gwDubboAuth = 0, 1, 2, 3, 4, 5, 6, 7
 	samples := make([][]sample, len(specs))
 	for round := range p.rounds {
 		for i, sp := range specs {
@@ -187,6 +195,10 @@ func runSuite(t *testing.T, s *stack, p plan) *report {
 	r.rows[direct].vs = "1"
 	r.rows[gwHTTP].vs = ratio(peak(gwHTTP), peak(direct)) + " upstream direct"
 	r.rows[gwDubbo].vs = ratio(peak(gwDubbo), peak(dubbo64)) + " Dubbo client (64); " + ratio(peak(gwDubbo), peak(gwHTTP)) + " HTTP→HTTP"
+	r.rows[gwHTTPAuth].vs = ratio(peak(gwHTTPAuth), peak(gwHTTP)) + " auth off"
+	r.rows[gwDubboAuth].vs = ratio(peak(gwDubboAuth), peak(gwDubbo)) + " auth off"
+	r.authOverPlain = [2]float64{peak(gwHTTPAuth) / peak(gwHTTP), peak(gwDubboAuth) / peak(gwDubbo)}
+	r.peaks = [2]float64{peak(gwHTTP), peak(gwDubbo)}
 	r.dubboOverHTTP = peak(gwDubbo) / peak(gwHTTP)
 	for round := range p.rounds {
 		paired := throughput(samples[gwDubbo][round]) / throughput(samples[gwHTTP][round])
@@ -335,6 +347,10 @@ func (r *report) markdown() string {
 		httpHalf.median.result.Dropped == 0 && dubboHalf.median.result.Dropped == 0
 	fmt.Fprintf(&b, "p99 at half peak: HTTP→HTTP **%s** (rounds: %s), HTTP→Dubbo **%s** (rounds: %s); goal < %s: %s.\n",
 		ms(httpP99), msList(httpHalf.p99s), ms(dubboP99), msList(dubboHalf.p99s), ms(goalP99HalfPeak), verdict(met))
+	fmt.Fprintf(&b, "Redis token auth on / off, same route, same run: HTTP→HTTP **%.2f**, HTTP→Dubbo **%.2f**; goal ≥ %.1f: %s.\n",
+		r.authOverPlain[0], r.authOverPlain[1], goalAuthOverPlain, verdict(min(r.authOverPlain[0], r.authOverPlain[1]) >= goalAuthOverPlain))
+	fmt.Fprintf(&b, "Whole-gateway peak with the generator, upstream, provider and Redis on the same %d cores: HTTP→HTTP %.0f/s, HTTP→Dubbo %.0f/s; the seed's %d/s per instance: %s.\n",
+		runtime.NumCPU(), r.peaks[0], r.peaks[1], goalPerInstance, verdict(max(r.peaks[0], r.peaks[1]) >= goalPerInstance))
 	fmt.Fprintf(&b, "The load generator's own lag in handing calls out at half peak (included in the latencies above): HTTP→HTTP p50 %s, p99 %s; HTTP→Dubbo p50 %s, p99 %s.\n",
 		ms(httpHalf.median.result.ScheduleLag.Quantile(0.5)), ms(httpHalf.median.result.ScheduleLag.Quantile(0.99)),
 		ms(dubboHalf.median.result.ScheduleLag.Quantile(0.5)), ms(dubboHalf.median.result.ScheduleLag.Quantile(0.99)))

@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
 	"github.com/dubbogw/dubbogw/gateway"
 	"github.com/dubbogw/dubbogw/hessian"
+	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
 // stack is everything a measurement talks to, in this process, on
@@ -79,6 +81,12 @@ func startStack(t testing.TB) *stack {
 		_ = provider.Close(ctx)
 	})
 
+	// Token auth on Redis for the auth rows: one hot token, as a logged-in
+	// client sends on every request (looked up through the client cache).
+	redisAddr := testenv.RedisAddr(t)
+	tokenPrefix := fmt.Sprintf("bench:%d:", time.Now().UnixNano())
+	setToken(t, redisAddr, tokenPrefix+benchToken, `{"userId":"u42"}`)
+
 	dir := t.TempDir()
 	yml := fmt.Sprintf(`
 listen: "127.0.0.1:0"
@@ -86,6 +94,7 @@ admin: {listen: "127.0.0.1:0"}
 log: {level: warn}
 access_log: {output: %q}
 shutdown: {delay: 0s, drain_timeout: 5s}
+redis: {address: %q}
 registries:
   demo:
     providers:
@@ -103,7 +112,20 @@ routes:
       interface: %s
       method: getUser
       params: [{type: java.lang.String, from: path, name: id}]
-`, filepath.Join(dir, "access.log"), dubbotest.DemoInterface, providerAddr.String(), upstream.URL, dubbotest.DemoInterface)
+  - name: auth-http-users
+    match: {methods: [GET], path: "/auth/http/users/{id}"}
+    upstream: users-http
+    filters: [{rewrite: {strip_prefix: /auth}}, {auth: {key_prefix: %q}}]
+  - name: auth-api-users
+    match: {methods: [GET], path: "/auth/api/users/{id}"}
+    filters: [{auth: {key_prefix: %q}}]
+    dubbo:
+      registry: demo
+      interface: %s
+      method: getUser
+      params: [{type: java.lang.String, from: path, name: id}]
+`, filepath.Join(dir, "access.log"), redisAddr, dubbotest.DemoInterface, providerAddr.String(), upstream.URL, dubbotest.DemoInterface,
+		tokenPrefix, tokenPrefix, dubbotest.DemoInterface)
 	path := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
 		t.Fatalf("writing the gateway config: %v", err)
@@ -237,12 +259,43 @@ func (s *stack) getUser(ctx context.Context) error {
 	return nil
 }
 
-// httpTarget is a GET of path on base, checked to be on loopback.
-func (s *stack) httpTarget(t testing.TB, base, path string) loadgen.Target {
+// httpTarget is a GET of path on base, checked to be on loopback, with
+// the given header name, value pairs.
+func (s *stack) httpTarget(t testing.TB, base, path string, header ...string) loadgen.Target {
 	t.Helper()
-	target, err := loadgen.HTTPGet(s.http, base+path, http.StatusOK)
+	target, err := loadgen.HTTPGet(s.http, base+path, http.StatusOK, header...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return target
+}
+
+// benchToken is the token the auth rows send.
+const benchToken = "bench-token"
+
+// setToken stores a token's value in Redis with a TTL well above the
+// sliding threshold (so the run measures lookups, not renewals), over one
+// raw RESP exchange.
+func setToken(t testing.TB, addr, key, value string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err != nil {
+		t.Fatalf("connecting to Redis: %v", err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	cmd := fmt.Sprintf("*5\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n$2\r\nEX\r\n$5\r\n86400\r\n", len(key), key, len(value), value)
+	if _, err := c.Write([]byte(cmd)); err != nil {
+		t.Fatalf("SET %s: %v", key, err)
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || line != "+OK\r\n" {
+		t.Fatalf("SET %s: %q, %v", key, line, err)
+	}
+	t.Cleanup(func() {
+		if c, err := net.DialTimeout("tcp", addr, 3*time.Second); err == nil {
+			_, _ = fmt.Fprintf(c, "*2\r\n$3\r\nDEL\r\n$%d\r\n%s\r\n", len(key), key)
+			c.Close()
+		}
+	})
 }

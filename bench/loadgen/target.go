@@ -30,9 +30,13 @@ func CheckLoopback(hostport string) error {
 
 // HTTPGet returns a Target that GETs rawURL with client, reads the whole
 // body, and fails unless the status is wantStatus. rawURL must be http://
-// with a loopback IP address and a port. The request is built once; each call
-// only binds it to its ctx.
-func HTTPGet(client *http.Client, rawURL string, wantStatus int) (Target, error) {
+// with a loopback IP address and a port; header lists name, value pairs set
+// on the request. The request is built once; each call only binds it to its
+// ctx.
+func HTTPGet(client *http.Client, rawURL string, wantStatus int, header ...string) (Target, error) {
+	if len(header)%2 != 0 {
+		return nil, fmt.Errorf("target %s: headers come in name, value pairs", rawURL)
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the target URL: %w", err)
@@ -46,6 +50,9 @@ func HTTPGet(client *http.Client, rawURL string, wantStatus int) (Target, error)
 	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("building the request to %s: %w", rawURL, err)
+	}
+	for i := 0; i < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	return func(ctx context.Context) error {
 		res, err := client.Do(req.WithContext(ctx))

@@ -214,6 +214,26 @@ func TestQuickstartServesUsers(t *testing.T) {
 	if resp.Header.Get("X-Request-Id") == "" {
 		t.Errorf("no X-Request-Id")
 	}
+	// Token auth on the in-memory store: the token's user reaches the provider.
+	for _, c := range []struct {
+		token  string
+		status int
+		want   string
+	}{{"demo-token", 200, `"id":"42"`}, {"", 401, `"UNAUTHORIZED"`}, {"wrong", 401, `"UNAUTHORIZED"`}} {
+		req, _ := http.NewRequest("GET", "http://"+data+"/me", nil)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(body), c.want) {
+			t.Errorf("GET /me with token %q: %d %s", c.token, resp.StatusCode, body)
+		}
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	if err := waitExit(t, p); err != nil {
 		t.Errorf("exit after SIGTERM: %v", err)
