@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/dubbogw/dubbogw/adminui"
+	"github.com/dubbogw/dubbogw/admission"
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/proxy"
@@ -36,7 +38,13 @@ func (g *Gateway) adminHandler(cfg *config.Config) http.Handler {
 	mux.HandleFunc("GET /admin/routes", g.adminRoutes)
 	mux.HandleFunc("GET /admin/upstreams", g.adminUpstreams)
 	mux.HandleFunc("GET /admin/services", g.adminServices)
+	mux.HandleFunc("GET /admin/breakers", g.adminBreakers)
+	mux.HandleFunc("GET /admin/limits", g.adminLimits)
+	mux.HandleFunc("GET /admin/config", g.adminConfig)
 	mux.HandleFunc("POST /admin/reload", g.adminReload)
+	ui := adminui.Handler()
+	mux.Handle("GET "+adminui.Path, ui)
+	mux.Handle("GET "+adminui.Path+"/", ui)
 	if cfg.Admin.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -211,6 +219,84 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"registries": regs, "services": services})
+}
+
+// adminBreakers lists the circuit breakers of every Dubbo route (the
+// route's own and one per provider it called) and the passive-health state
+// of every HTTP upstream's targets.
+func (g *Gateway) adminBreakers(w http.ResponseWriter, r *http.Request) {
+	t := g.table.Load()
+	type routeView struct {
+		Route    string                  `json:"route"`
+		Service  string                  `json:"service,omitempty"` // "" for a pass-through route
+		Breakers []cluster.BreakerStatus `json:"breakers"`
+	}
+	type upstreamView struct {
+		Name    string               `json:"name"`
+		Targets []proxy.TargetStatus `json:"targets"`
+	}
+	routes := []routeView{}
+	for _, rt := range t.routes {
+		if rt.dubbo == nil {
+			continue
+		}
+		v := routeView{Route: rt.name, Breakers: rt.dubbo.Breakers()}
+		if d := rt.dubboDirectory(); d != nil {
+			v.Service = d.Key().String()
+		}
+		if v.Breakers == nil {
+			v.Breakers = []cluster.BreakerStatus{}
+		}
+		routes = append(routes, v)
+	}
+	upstreams := []upstreamView{}
+	for _, name := range slices.Sorted(maps.Keys(t.upstreams)) {
+		upstreams = append(upstreams, upstreamView{Name: name, Targets: t.upstreams[name].Targets()})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"routes": routes, "upstreams": upstreams})
+}
+
+// limitView is one in-flight limiter, for /admin/limits.
+type limitView struct {
+	Scope          string `json:"scope"` // "global" or the route's name
+	Kind           string `json:"kind"`  // "static" or "adaptive"
+	Limit          int    `json:"limit"` // 0: unlimited
+	InFlight       int    `json:"in_flight"`
+	Rejected       uint64 `json:"rejected"`
+	LimitIncreases uint64 `json:"limit_increases"`
+	LimitDecreases uint64 `json:"limit_decreases"`
+}
+
+func newLimitView(scope string, adaptive bool, l admission.Limiter) limitView {
+	st := l.Stats()
+	v := limitView{Scope: scope, Kind: "static", Limit: l.Limit(), InFlight: l.InFlight(),
+		Rejected: st.Rejected, LimitIncreases: st.LimitIncreases, LimitDecreases: st.LimitDecreases}
+	if adaptive {
+		v.Kind = "adaptive"
+	}
+	return v
+}
+
+// adminLimits shows the gateway-wide in-flight limiter and those of the
+// routes that have one: limit, requests in flight, refusals.
+func (g *Gateway) adminLimits(w http.ResponseWriter, r *http.Request) {
+	t := g.table.Load()
+	routes := []limitView{}
+	for _, rt := range t.routes {
+		if rt.limiter != nil {
+			routes = append(routes, newLimitView(rt.name, rt.cfg.AdaptiveConcurrency != nil, rt.limiter))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"global": newLimitView(admission.ScopeGlobal, t.cfg.Server.AdaptiveConcurrency != nil, t.global),
+		"routes": routes,
+	})
+}
+
+// adminConfig shows the active configuration, defaults applied, with its
+// secrets (passwords, tokens, secrets, URL passwords) redacted.
+func (g *Gateway) adminConfig(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, adminui.Redact(g.table.Load().cfg))
 }
 
 func (g *Gateway) adminReload(w http.ResponseWriter, r *http.Request) {

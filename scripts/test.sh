@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine: installs what is missing (Debian
-# packages redis-server, zookeeper, a JRE, libhessian-java), starts Redis and
+# packages redis-server, zookeeper, a JRE, libhessian-java, chromium for the
+# admin dashboard's headless browser test), starts Redis and
 # ZooKeeper on free loopback ports unless DUBBOGW_TEST_REDIS_ADDR /
 # DUBBOGW_TEST_ZK_ADDR already point at running ones, runs the checks and the
 # tests, and stops what it started. It also installs and runs the Hessian
@@ -28,6 +29,7 @@ command -v javac >/dev/null || need+=(default-jdk-headless)
 [ -f /usr/share/java/hessian.jar ] || need+=(libhessian-java)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
+command -v chromium >/dev/null || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   if [ "$(id -u)" != 0 ]; then sudo=sudo; else sudo=; fi

@@ -1,0 +1,273 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// chromiumPath finds headless Chromium (DUBBOGW_TEST_CHROMIUM, else on
+// PATH). Like internal/testenv: without it the test skips, but under CI
+// (CI=true), where scripts/test.sh installs it, it fails.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("DUBBOGW_TEST_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium not found under CI: scripts/test.sh must install it")
+	}
+	t.Skip("chromium not found: install Debian's chromium (scripts/test.sh does) to test the dashboard")
+	return ""
+}
+
+// browserPage is one Chromium tab driven over the DevTools protocol.
+type browserPage struct {
+	t      *testing.T
+	conn   *websocket.Conn
+	nextID int
+	errors []string // uncaught exceptions of the page's scripts
+}
+
+// startBrowser runs headless Chromium until the test ends and attaches to its tab.
+func startBrowser(t *testing.T) *browserPage {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, chromiumPath(t), "--headless=new", "--no-sandbox", "--disable-gpu",
+		"--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=*",
+		"--user-data-dir="+t.TempDir(), "about:blank")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	var stderrDone sync.WaitGroup
+	t.Cleanup(func() {
+		cancel() // kills chromium
+		_ = cmd.Wait()
+		stderrDone.Wait()
+	})
+	// Chromium prints "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID".
+	listening := make(chan string, 1)
+	stderrDone.Add(1)
+	go func() {
+		defer stderrDone.Done()
+		re := regexp.MustCompile(`DevTools listening on ws://([^/\s]+)/`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case listening <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	var hostPort string
+	select {
+	case hostPort = <-listening:
+	case <-time.After(30 * time.Second):
+		t.Fatal("chromium did not open its DevTools port within 30s")
+	}
+
+	// The tab opened on about:blank, listed once it exists.
+	var wsURL string
+	deadline := time.Now().Add(10 * time.Second)
+	for wsURL == "" {
+		var targets []struct{ Type, WebSocketDebuggerURL string }
+		resp, err := client.Get("http://" + hostPort + "/json/list")
+		if err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&targets)
+			resp.Body.Close()
+		}
+		for _, tg := range targets {
+			if tg.Type == "page" {
+				wsURL = tg.WebSocketDebuggerURL
+			}
+		}
+		if wsURL == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("chromium lists no page (last error: %v)", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	conn, _, err := dialer.Dial(wsURL, nil)
+	if err != nil {
+		t.Fatalf("attaching to the tab: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	p := &browserPage{t: t, conn: conn}
+	p.call("Runtime.enable", nil)
+	return p
+}
+
+// call sends one DevTools command and returns its result, noting the
+// page's uncaught exceptions among the events read meanwhile.
+func (p *browserPage) call(method string, params any) json.RawMessage {
+	p.t.Helper()
+	p.nextID++
+	id := p.nextID
+	_ = p.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if err := p.conn.WriteJSON(map[string]any{"id": id, "method": method, "params": params}); err != nil {
+		p.t.Fatalf("%s: %v", method, err)
+	}
+	_ = p.conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for {
+		var msg struct {
+			ID     int             `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := p.conn.ReadJSON(&msg); err != nil {
+			p.t.Fatalf("%s: reading the answer: %v", method, err)
+		}
+		if msg.Method == "Runtime.exceptionThrown" {
+			p.errors = append(p.errors, string(msg.Params))
+		}
+		if msg.ID != id {
+			continue
+		}
+		if msg.Error != nil {
+			p.t.Fatalf("%s: %s", method, msg.Error.Message)
+		}
+		return msg.Result
+	}
+}
+
+// eval evaluates a JavaScript expression in the page and returns its string value.
+func (p *browserPage) eval(expr string) string {
+	p.t.Helper()
+	var r struct {
+		Result struct {
+			Value any `json:"value"`
+		} `json:"result"`
+		ExceptionDetails any `json:"exceptionDetails"`
+	}
+	if err := json.Unmarshal(p.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}), &r); err != nil {
+		p.t.Fatal(err)
+	}
+	if r.ExceptionDetails != nil {
+		p.t.Fatalf("evaluating %s: %v", expr, r.ExceptionDetails)
+	}
+	if r.Result.Value == nil {
+		return ""
+	}
+	return fmt.Sprint(r.Result.Value)
+}
+
+// waitFor evaluates expr until ok accepts its value, for up to 20s, and
+// returns the value accepted; expr must not throw while the page loads. The page updates itself on its own timers:
+// polling what it shows is the only way to see it.
+func (p *browserPage) waitFor(what, expr string, ok func(string) bool) string {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		v := p.eval(expr)
+		if ok(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s: the page still shows %q after 20s (page errors: %v)", what, v, p.errors)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestDashboardInChromium(t *testing.T) {
+	browser := startBrowser(t)
+	a := echoUpstream(t, "a")
+	provider := startProvider(t)
+	tg := startGW(t, fmt.Sprintf(`
+upstreams: {a: {targets: [{url: %q}]}}
+registries: {demo: {providers: {com.example.demo.UserService: [%q]}}}
+routes:
+  - {name: orders-route, match: {prefix: /orders}, upstream: a}
+  - {name: users-route, match: {methods: [GET], path: "/users/{id}"},
+     dubbo: {registry: demo, interface: com.example.demo.UserService, method: getUser,
+             params: [{type: java.lang.String, from: path, name: id}]}}
+`, a.URL, provider))
+
+	browser.call("Page.navigate", map[string]any{"url": tg.admin + "/admin/ui"})
+	routes := browser.waitFor("route names", `document.querySelector('#routes tbody')?.textContent ?? ''`,
+		func(v string) bool { return strings.Contains(v, "orders-route") && strings.Contains(v, "users-route") })
+	if !strings.Contains(routes, "com.example.demo.UserService.getUser") {
+		t.Errorf("routes table lacks the Dubbo target: %q", routes)
+	}
+	browser.waitFor("services", `document.querySelector('#services tbody')?.textContent ?? ''`,
+		func(v string) bool { return strings.Contains(v, "com.example.demo.UserService") })
+
+	// No traffic yet: once two scrapes are in, the rate is 0.
+	rateExpr := `document.getElementById('rate')?.dataset.value ?? ''`
+	before := browser.waitFor("first rate", rateExpr, func(v string) bool { return v != "" })
+	if r, _ := strconv.ParseFloat(before, 64); r != 0 {
+		t.Errorf("request rate before any traffic = %s, want 0", before)
+	}
+
+	stop := make(chan struct{})
+	var traffic sync.WaitGroup
+	traffic.Add(1)
+	go func() {
+		defer traffic.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			path := "/orders/1"
+			if i%2 == 1 {
+				path = "/users/" + strconv.Itoa(i)
+			}
+			if resp, err := client.Get(tg.base + path); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}()
+	after := browser.waitFor("rate under traffic", rateExpr, func(v string) bool {
+		r, err := strconv.ParseFloat(v, 64)
+		return err == nil && r > 0
+	})
+	close(stop)
+	traffic.Wait()
+	if after == before {
+		t.Errorf("the request rate did not change under traffic: %s", after)
+	}
+	if p99 := browser.eval(`document.getElementById('p99').dataset.value`); p99 == "" {
+		t.Error("no p99 latency shown under traffic")
+	}
+	if n := browser.eval(`String(document.querySelector('#rate-spark polyline').getAttribute('points').split(' ').length)`); n == "" || n == "1" {
+		t.Errorf("rate sparkline has %s points", n)
+	}
+	if len(browser.errors) > 0 {
+		t.Errorf("the page threw: %v", browser.errors)
+	}
+	if r := do(t, "GET", tg.admin+"/admin/ui", nil); r.status != http.StatusOK {
+		t.Errorf("GET /admin/ui: %d", r.status)
+	}
+}
