@@ -77,6 +77,7 @@ func Defaults(c *Config) {
 
 	defaultDubbo(c)
 	defaultRisk(c)
+	defaultTracing(c)
 	defaultFilters(c.DefaultFilters)
 	for _, u := range c.Upstreams {
 		if u != nil {

@@ -297,6 +297,8 @@ func TestParseFullConfig(t *testing.T) {
 			MaxPayload: 4 << 20, MaxPending: 500, Types: map[string]map[string]string{"com.example.demo.User": {"createdAt": "java.util.Date"}},
 			References: References{Max: 64, IdleTTL: Duration(time.Minute)}},
 		Demo: Demo{HTTP: "127.0.0.1:18081", Dubbo: "127.0.0.1:20880"},
+		Tracing: Tracing{Endpoint: DefaultTracingEndpoint, SampleRatio: ptr(DefaultTracingSampleRatio),
+			ServiceName: DefaultTracingService, Timeout: DefaultTracingTimeout, MaxQueueSize: DefaultTracingQueueSize},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse(full) differs from the expected config")

@@ -33,6 +33,8 @@ type Config struct {
 	Demo Demo `yaml:"demo"`
 	// Redis is the Redis server of token lookups and distributed rate limits.
 	Redis Redis `yaml:"redis"`
+	// Tracing exports OpenTelemetry traces over OTLP/HTTP. Off by default.
+	Tracing Tracing `yaml:"tracing"`
 }
 
 // Admin configures the admin listener.

@@ -100,6 +100,7 @@ func validate(c *Config) problems {
 	validateRoutes(&ps, c)
 	validateDubbo(&ps, c)
 	validateRisk(&ps, c)
+	validateTracing(&ps, c)
 
 	if c.Demo.HTTP != "" {
 		check("demo.http", checkListenAddr(c.Demo.HTTP))

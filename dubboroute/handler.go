@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
@@ -34,6 +36,10 @@ type Deps struct {
 	// ClusterMetrics receives load-balancing and breaker metrics; nil: none.
 	ClusterMetrics *cluster.Metrics
 	Log            *slog.Logger
+	// Tracer makes a client span of every call attempt and sends its trace
+	// context to the provider; nil (tracing off) passes the client's
+	// traceparent and tracestate headers on as attachments instead.
+	Tracer trace.Tracer
 }
 
 // Handler serves one Dubbo route.
@@ -46,6 +52,7 @@ type Handler struct {
 	jsonOpts jsonbridge.DecodeOptions
 	cluster  *cluster.Cluster
 	timeout  time.Duration
+	tracer   trace.Tracer // nil: no spans
 
 	// A method route:
 	refs       *registry.References
@@ -85,6 +92,7 @@ func New(route string, cfg *config.DubboRoute, d Deps) (*Handler, error) {
 		log:     d.Log,
 		enc:     enc,
 		timeout: cfg.Timeout.D(),
+		tracer:  d.Tracer,
 		jsonOpts: jsonbridge.DecodeOptions{
 			KeepClass: cfg.Result.KeepClass, LongAsNumber: cfg.Result.LongAsNumber, BigAsNumber: cfg.Result.BigAsNumber,
 		},
@@ -185,6 +193,9 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request, dir *registry.Dir
 			if info != nil {
 				info.Upstream = "dubbo://" + p.Addr + "/" + dir.Key().String()
 			}
+			if h.tracer != nil {
+				return h.invokeTraced(ctx, p, inv)
+			}
 			return h.client.Invoke(ctx, p.Addr, inv)
 		})
 	if err != nil {
@@ -209,9 +220,11 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request, dir *registry.Dir
 	_, _ = w.Write(out)
 }
 
-// attachments are the route's constant attachments, the request id and the
-// W3C trace context, so a Java provider with OpenTelemetry continues the
-// caller's trace.
+// attachments are the route's constant attachments and the request id.
+// With tracing on, each attempt adds the W3C trace context of its own span
+// (invokeTraced); with tracing off, the client's traceparent and
+// tracestate are passed on, so a Java provider with OpenTelemetry still
+// continues the caller's trace.
 func (h *Handler) attachments(r *http.Request) map[string]string {
 	info := exchange.From(r.Context())
 	n := len(h.cfg.Attachments) + 3
@@ -232,9 +245,11 @@ func (h *Handler) attachments(r *http.Request) map[string]string {
 			m[k] = v
 		}
 	}
-	for _, k := range [...]string{"traceparent", "tracestate"} {
-		if v := r.Header.Get(k); v != "" {
-			m[k] = v
+	if h.tracer == nil {
+		for _, k := range [...]string{"traceparent", "tracestate"} {
+			if v := r.Header.Get(k); v != "" {
+				m[k] = v
+			}
 		}
 	}
 	return m

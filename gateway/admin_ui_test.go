@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,11 +50,20 @@ type browserPage struct {
 // startBrowser runs headless Chromium until the test ends and attaches to its tab.
 func startBrowser(t *testing.T) *browserPage {
 	t.Helper()
+	// The profile directory is ours to remove, after every Chromium process
+	// (they are several) is gone: t.TempDir's cleanup would race with the
+	// renderers still writing into it.
+	profile, err := os.MkdirTemp("", "dubbogw-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, chromiumPath(t), "--headless=new", "--no-sandbox", "--disable-gpu",
 		"--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
 		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=*",
-		"--user-data-dir="+t.TempDir(), "about:blank")
+		"--user-data-dir="+profile, "about:blank")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // one group: killed whole
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -63,9 +73,16 @@ func startBrowser(t *testing.T) *browserPage {
 	}
 	var stderrDone sync.WaitGroup
 	t.Cleanup(func() {
-		cancel() // kills chromium
+		cancel() // kills chromium's process group
 		_ = cmd.Wait()
 		stderrDone.Wait()
+		// Wait (bounded) for the group's other processes to be gone.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if syscall.Kill(-cmd.Process.Pid, 0) != nil {
+				break
+			}
+		}
+		_ = os.RemoveAll(profile)
 	})
 	// Chromium prints "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID".
 	listening := make(chan string, 1)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dubbogw/dubbogw/admission"
 	"github.com/dubbogw/dubbogw/cluster"
@@ -28,6 +30,7 @@ import (
 	"github.com/dubbogw/dubbogw/filter/accesslog"
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/redisclient"
+	"github.com/dubbogw/dubbogw/tracing"
 )
 
 // Options are what a Gateway is made from.
@@ -41,6 +44,9 @@ type Options struct {
 	LogLevel *slog.LevelVar
 	// Registry receives every metric; a fresh one is made when nil.
 	Registry *prometheus.Registry
+	// SpanExporter, when set and tracing is enabled, receives every span
+	// as it ends instead of the OTLP/HTTP exporter (tests).
+	SpanExporter sdktrace.SpanExporter
 }
 
 // Gateway is one running dubbogw.
@@ -54,6 +60,8 @@ type Gateway struct {
 	accessLog atomic.Pointer[accesslog.Logger]
 	inFlight  atomic.Int64        // requests on the data plane, for drain logs
 	redis     *redisclient.Client // nil without a redis: section
+	tracing   *tracing.Provider   // flushed and stopped by Shutdown
+	tracer    trace.Tracer        // nil when tracing is off
 	admission *admission.Metrics
 	ready     atomic.Bool
 	draining  atomic.Bool
@@ -94,8 +102,13 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	if g.tracing, err = tracing.New(cfg.Tracing, tracing.Options{Exporter: opts.SpanExporter, Registerer: g.registry}); err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	g.tracer = g.tracing.Tracer()
 	if cfg.Redis.Address != "" {
-		if g.redis, err = redisclient.New(cfg.Redis, g.registry, g.log); err != nil {
+		if g.redis, err = redisclient.New(cfg.Redis, g.registry, g.log, redisclient.WithTracer(g.tracer)); err != nil {
+			_ = g.tracing.Shutdown(context.Background())
 			return nil, fmt.Errorf("redis: %w", err)
 		}
 		// Give Redis a moment, so the first requests are not refused for a
@@ -118,13 +131,14 @@ func New(opts Options) (*Gateway, error) {
 		Registerer:   g.registry,
 	})
 	g.deps = deps{log: g.log, metrics: g.metrics, upstream: proxy.NewMetrics(g.registry), dubbo: g.dubbo,
-		cluster: cluster.NewMetrics(g.registry), redis: g.redis, registry: g.registry, admission: g.admission}
+		cluster: cluster.NewMetrics(g.registry), redis: g.redis, registry: g.registry, admission: g.admission, tracer: g.tracer}
 	t, err := buildTable(cfg, nil, g.deps)
 	if err != nil {
 		_ = g.dubbo.Close(context.Background())
 		if g.redis != nil {
 			g.redis.Close()
 		}
+		_ = g.tracing.Shutdown(context.Background())
 		return nil, err
 	}
 	al, err := accesslog.New(cfg.AccessLog)
@@ -134,6 +148,7 @@ func New(opts Options) (*Gateway, error) {
 		if g.redis != nil {
 			g.redis.Close()
 		}
+		_ = g.tracing.Shutdown(context.Background())
 		return nil, err
 	}
 	g.accessLog.Store(al)
@@ -367,6 +382,9 @@ func restartOnly(old, cfg *config.Config) []string {
 	if old.Reload != cfg.Reload {
 		out = append(out, "reload")
 	}
+	if !reflect.DeepEqual(old.Tracing, cfg.Tracing) {
+		out = append(out, "tracing")
+	}
 	return out
 }
 
@@ -446,6 +464,12 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		cancel()
 	}
 	g.bg.Wait()
+	// The spans of the drained requests go out within the drain timeout.
+	tctx, cancel := context.WithTimeout(ctx, cfg.Shutdown.DrainTimeout.D())
+	if err := g.tracing.Shutdown(tctx); err != nil {
+		errs = append(errs, err)
+	}
+	cancel()
 	_ = g.accessLog.Load().Close()
 	g.log.Info("stopped")
 	return errors.Join(errs...)

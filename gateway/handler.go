@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dubbogw/dubbogw/admission"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/filter/accesslog"
@@ -32,7 +34,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Set(t.reqIDHeader, info.RequestID)
 	w.Header().Set(t.reqIDHeader, info.RequestID)
 	info.ClientIP, info.TrustedPeer = exchange.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), t.trusted)
-	r = r.WithContext(exchange.WithInfo(r.Context(), info))
+	ctx := exchange.WithInfo(r.Context(), info)
+	var span trace.Span // nil when tracing is off: no tracing work at all
+	if g.tracer != nil {
+		ctx, span = startServerSpan(ctx, g.tracer, r, info)
+	}
+	r = r.WithContext(ctx)
 
 	rm := g.serve(t, rec, r, info)
 
@@ -57,6 +64,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.accessLog.Load().Log(r.Context(), &accesslog.Entry{
 		Request: r, Info: info, Status: status, BytesIn: bytesIn, BytesOut: rec.bytes, Duration: d,
 	})
+	if span != nil {
+		endServerSpan(span, info, status) // after the access log, which reads the recording span
+	}
 }
 
 // serve admits, routes and runs one request; it returns the metrics to count it under.
@@ -100,6 +110,9 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 		return t.notFound
 	}
 	info.Route = rt.name
+	if g.tracer != nil {
+		nameServerSpan(r, rt)
+	}
 	if rt.limiter != nil {
 		// Before any filter: a saturated route costs no Redis lookup, no upstream work.
 		release, ok := rt.limiter.Acquire()

@@ -24,11 +24,13 @@ func TestTwoInstancesShareRedis(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer upstream.Close()
 	route := fmt.Sprintf("two-%d", time.Now().UnixNano()) // distributed buckets are keyed by route name
+	// A generous command timeout: this test is about sharing, not deadlines,
+	// and it runs beside other packages' tests on two cores.
 	yml := fmt.Sprintf(`
-redis: {address: %q}
+redis: {address: %q, timeout: 1s}
 upstreams: {u: {targets: [{url: %q}]}}
 routes:
-  - {name: auth, match: {prefix: /auth}, upstream: u, filters: [{auth: {key_prefix: %q}}]}
+  - {name: auth, match: {prefix: /auth}, upstream: u, filters: [{auth: {key_prefix: %q, timeout: 1s}}]}
   - {name: %s, match: {prefix: /limited}, upstream: u, filters: [{rate_limit: {key: route, rate: 100, per: 1s, burst: 10, distributed: true}}]}
 `, redisAddr, upstream.URL, prefix, route)
 	gws := []*testGW{startGW(t, yml), startGW(t, yml)}

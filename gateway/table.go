@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dubbogw/dubbogw/admission"
 	"github.com/dubbogw/dubbogw/cluster"
@@ -48,6 +49,7 @@ type route struct {
 	dubbo    *dubboroute.Handler // set for Dubbo routes; holds directories until closed
 	closers  []func()            // filters holding goroutines (auth renewals)
 	limiter  admission.Limiter   // the route's in-flight limit; nil: none
+	pattern  string              // the http.route span attribute: the path or prefix matched
 }
 
 // close releases what the route holds: its Dubbo reference and the
@@ -94,6 +96,7 @@ type deps struct {
 	offline  bool // Check: registries that would connect somewhere are stood in for
 
 	redis     *redisclient.Client // nil without a redis: section, and in Check
+	tracer    trace.Tracer        // nil when tracing is off, and in Check
 	registry  prometheus.Registerer
 	admission *admission.Metrics // nil in Check
 }
@@ -147,7 +150,7 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 				continue
 			}
 		}
-		u, err := proxy.New(name, ucfg, d.upstream, d.log)
+		u, err := proxy.New(name, ucfg, d.upstream, d.log, proxy.WithTracer(d.tracer))
 		if err != nil {
 			return nil, fmt.Errorf("upstreams.%s: %w", name, err)
 		}
@@ -249,6 +252,7 @@ func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ 
 		var err error
 		dh, err = dubboroute.New(rc.Name, rc.Dubbo, dubboroute.Deps{
 			Client: d.dubbo, References: t.references, Types: cfg.Dubbo.Types, Log: d.log, ClusterMetrics: d.cluster,
+			Tracer: d.tracer,
 		})
 		if err != nil {
 			return nil, fmt.Errorf(".dubbo.%w", err)
@@ -264,7 +268,7 @@ func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ 
 	params := paramNames(rc.Match.Path)
 	var chain []filter.Filter
 	var names []string
-	rt := &route{name: rc.Name, cfg: rc, dubbo: dh, upstream: rc.Upstream}
+	rt := &route{name: rc.Name, cfg: rc, dubbo: dh, upstream: rc.Upstream, pattern: routePattern(rc.Match)}
 	defer func() {
 		if err != nil {
 			rt.close()
@@ -406,6 +410,16 @@ func buildFilter(fc config.Filter, params []string, route string, d deps) (filte
 
 // passThrough stands in for filters dubbogw validate checks but does not build.
 var passThrough = filter.Func(func(next http.Handler) http.Handler { return next })
+
+// routePattern is the low-cardinality template of the paths a route
+// matches, for the http.route span attribute: its path pattern, or its
+// prefix followed by "/*".
+func routePattern(m config.Match) string {
+	if m.Path != "" {
+		return m.Path
+	}
+	return strings.TrimSuffix(m.Prefix, "/") + "/*"
+}
 
 // paramNames lists the {name} and {name...} parameters of a path pattern.
 func paramNames(pattern string) []string {

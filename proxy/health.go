@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // target is one address of an upstream, with its passive health state.
@@ -24,7 +26,8 @@ type target struct {
 	mu      sync.Mutex    // serialises ejection and restoration
 	backoff time.Duration // the next ejection time; guarded by mu
 
-	series targetSeries
+	series    targetSeries
+	spanAttrs []attribute.KeyValue // of the client span of an attempt
 }
 
 // outcome is what an attempt says about its target's health.

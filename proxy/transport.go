@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dubbogw/dubbogw/exchange"
 )
 
@@ -87,6 +89,13 @@ func (u *Upstream) roundTrip(ctx context.Context, req *http.Request, upgrade str
 		if info != nil {
 			info.Upstream = t.label
 		}
+		var span trace.Span
+		if u.tracer != nil {
+			if out != req {
+				out.Header = req.Header.Clone() // this attempt's own trace context
+			}
+			span = u.startAttempt(ctx, out, t, attempt)
+		}
 
 		t.inFlight.Add(1)
 		t.series.inFlight.Inc()
@@ -95,6 +104,7 @@ func (u *Upstream) roundTrip(ctx context.Context, req *http.Request, upgrade str
 		u.series.duration.Observe(time.Since(start).Seconds())
 
 		if err != nil {
+			endAttemptError(span, err)
 			t.attemptDone()
 			t.series.errors.Inc()
 			u.report(t, ejected, probe, failureOutcome(ctx, err))
@@ -112,12 +122,13 @@ func (u *Upstream) roundTrip(ctx context.Context, req *http.Request, upgrade str
 		}
 
 		t.series.countStatus(res.StatusCode)
+		attemptStatus(span, res.StatusCode)
 		o := outcomeSuccess
 		if res.StatusCode >= 500 {
 			o = outcomeFailure
 		}
 		u.report(t, ejected, probe, o)
-		body := &attemptBody{ReadCloser: res.Body, u: u, target: t}
+		body := &attemptBody{ReadCloser: res.Body, u: u, target: t, span: span}
 		if attempt < attempts && u.retryOnStatus(res.StatusCode) && ctx.Err() == nil {
 			_, _ = io.CopyN(io.Discard, res.Body, maxDrain)
 			body.Close()
@@ -227,6 +238,7 @@ type attemptBody struct {
 	u      *Upstream
 	target *target
 	cancel context.CancelFunc // ends the attempt's own context, if any
+	span   trace.Span         // the attempt's client span; nil when not tracing
 	closed atomic.Bool
 }
 
@@ -235,6 +247,9 @@ func (b *attemptBody) Close() error {
 	err := b.ReadCloser.Close()
 	if b.closed.CompareAndSwap(false, true) {
 		b.target.attemptDone()
+		if b.span != nil {
+			b.span.End()
+		}
 		if b.cancel != nil {
 			b.cancel()
 		}

@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
 )
@@ -71,13 +73,14 @@ type Upstream struct {
 	metrics  *Metrics
 	series   upstreamSeries
 	log      *slog.Logger
-	errorLog *log.Logger // ReverseProxy's own messages, through log
+	errorLog *log.Logger  // ReverseProxy's own messages, through log
+	tracer   trace.Tracer // nil: no spans
 }
 
 // New builds the upstream name from cfg, treating zero values as the defaults
 // documented in config.Upstream. m may be nil (metrics are then not
 // exported); log may be nil (logs are then discarded).
-func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger) (*Upstream, error) {
+func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger, opts ...Option) (*Upstream, error) {
 	if name == "" {
 		return nil, errors.New("upstream name is empty")
 	}
@@ -100,6 +103,9 @@ func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger) (*Upst
 		metrics:      m,
 		log:          log,
 		errorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	for _, o := range opts {
+		o(u)
 	}
 	var err error
 	if u.policy, err = newPolicy(cfg.Policy, rand.IntN); err != nil {
@@ -196,6 +202,7 @@ func (u *Upstream) parseTargets(targets []config.Target) error {
 			weight:      weight,
 			backoff:     u.ejection,
 		}
+		t.spanAttrs = targetAttributes(u.name, t)
 		u.targets = append(u.targets, t)
 	}
 	return nil

@@ -24,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dubbogw/dubbogw/config"
 )
@@ -70,6 +71,7 @@ type Client struct {
 	sem      chan struct{} // one token per pending command: MaxPending
 	breaker  breaker
 	metrics  *metrics
+	tracer   trace.Tracer // nil: no spans
 
 	get, evalsha *commandMetrics
 	commands     boundedMap[*commandMetrics] // Do's command names
@@ -93,7 +95,7 @@ type rueidisClient struct{ rueidis.Client }
 // Redis being down is not an error, commands fail with ErrUnavailable until
 // the client is connected (WaitConnected waits for it). Zero fields of cfg
 // take the defaults of config.Redis. Metrics go to reg (none when nil).
-func New(cfg config.Redis, reg prometheus.Registerer, log *slog.Logger) (*Client, error) {
+func New(cfg config.Redis, reg prometheus.Registerer, log *slog.Logger, opts ...Option) (*Client, error) {
 	opt, s, err := compile(cfg)
 	if err != nil {
 		return nil, err
@@ -109,6 +111,9 @@ func New(cfg config.Redis, reg prometheus.Registerer, log *slog.Logger) (*Client
 		metrics:     newMetrics(reg),
 		connectedCh: make(chan struct{}),
 		connectDone: make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(c)
 	}
 	c.breaker = breaker{maxFailures: int64(s.maxFailures), openFor: s.openFor, onChange: c.breakerChanged}
 	c.get = c.metrics.command("get")

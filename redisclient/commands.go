@@ -21,46 +21,56 @@ import (
 // deletion, through CLIENT TRACKING); the cache entry's age is taken off
 // the cached PTTL, so pttl is the key's real TTL, not the cache's.
 func (c *Client) Get(ctx context.Context, key string) (value string, pttl time.Duration, found bool, err error) {
+	if c.tracer != nil {
+		return c.getTraced(ctx, key)
+	}
+	value, pttl, found, _, err = c.getValue(ctx, key)
+	return value, pttl, found, err
+}
+
+// getValue is Get, telling also whether the client-side cache answered.
+func (c *Client) getValue(ctx context.Context, key string) (value string, pttl time.Duration, found, cacheHit bool, err error) {
 	cl, err := c.begin(ctx, c.get)
 	if err != nil {
-		return "", 0, false, err
+		return "", 0, false, false, err
 	}
 	if c.cacheTTL > 0 {
-		value, pttl, err = c.getCached(cl.ctx, cl.rc, key, cl.start)
+		value, pttl, cacheHit, err = c.getCached(cl.ctx, cl.rc, key, cl.start)
 	} else {
 		value, pttl, err = getDirect(cl.ctx, cl.rc, key)
 	}
 	r, err := c.finish(&cl, err)
 	if r != resultOK {
-		return "", 0, false, err
+		return "", 0, false, cacheHit, err
 	}
-	return value, pttl, true, nil
+	return value, pttl, true, cacheHit, nil
 }
 
-func (c *Client) getCached(ctx context.Context, rc rueidis.Client, key string, now time.Time) (string, time.Duration, error) {
+func (c *Client) getCached(ctx context.Context, rc rueidis.Client, key string, now time.Time) (string, time.Duration, bool, error) {
 	resp := rc.DoCache(ctx, rc.B().Get().Key(key).Cache(), c.cacheTTL)
 	if err := resp.NonRedisError(); err != nil {
-		return "", 0, err
+		return "", 0, false, err
 	}
-	if resp.IsCacheHit() {
+	hit := resp.IsCacheHit()
+	if hit {
 		c.metrics.cacheHits.Inc()
 	} else {
 		c.metrics.cacheMisses.Inc()
 	}
 	value, err := resp.ToString()
 	if err != nil {
-		return "", 0, err // rueidis.Nil when there is no such key
+		return "", 0, hit, err // rueidis.Nil when there is no such key
 	}
 	ttl := rc.DoCache(ctx, rc.B().Pttl().Key(key).Cache(), c.cacheTTL)
 	ms, err := ttl.ToInt64()
 	if err != nil {
-		return "", 0, err
+		return "", 0, hit, err
 	}
 	pttl, ok := remainingTTL(ms, ttl.CachePXAT(), c.cacheTTL, now)
 	if !ok {
-		return "", 0, rueidis.Nil
+		return "", 0, hit, rueidis.Nil
 	}
-	return value, pttl, nil
+	return value, pttl, hit, nil
 }
 
 func getDirect(ctx context.Context, rc rueidis.Client, key string) (string, time.Duration, error) {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
 )
@@ -139,5 +141,75 @@ func TestLineMatchesSlogShape(t *testing.T) {
 	}
 	if _, err := time.Parse(time.RFC3339Nano, m["time"].(string)); err != nil {
 		t.Errorf("time %v: %v", m["time"], err)
+	}
+}
+
+// TestTraceID: the line carries trace_id when the span in the context is
+// recording, or the request carried a traceparent (tracing off: its trace
+// id); otherwise the field is left out.
+func TestTraceID(t *testing.T) {
+	const in = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	recording, span := tp.Tracer("t").Start(context.Background(), "s")
+	defer span.End()
+	unsampled, uspan := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample())).Tracer("t").Start(context.Background(), "s")
+	defer uspan.End()
+
+	cases := []struct {
+		name        string
+		ctx         context.Context
+		traceparent string
+		want        string // "" = no field
+	}{
+		{"untraced", context.Background(), "", ""},
+		{"incoming traceparent, tracing off", context.Background(), in, "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{"malformed traceparent", context.Background(), "00-xyz-00f067aa0ba902b7-01", ""},
+		{"all-zero trace id", context.Background(), "00-00000000000000000000000000000000-00f067aa0ba902b7-01", ""},
+		{"recording span", recording, "", span.SpanContext().TraceID().String()},
+		{"unsampled span, no traceparent", unsampled, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			l := NewWriter(&buf, nil)
+			r := httptest.NewRequest("GET", "/x", nil)
+			if tc.traceparent != "" {
+				r.Header.Set("traceparent", tc.traceparent)
+			}
+			l.Log(tc.ctx, &Entry{Request: r, Info: &exchange.Info{}, Status: 200})
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var line map[string]any
+			if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+				t.Fatalf("not JSON: %q", buf.String())
+			}
+			got, present := line["trace_id"]
+			if tc.want == "" {
+				if present {
+					t.Errorf("trace_id = %v, want none", got)
+				}
+				return
+			}
+			if got != tc.want {
+				t.Errorf("trace_id = %v, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func BenchmarkLogTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	ctx, span := tp.Tracer("t").Start(context.Background(), "s")
+	defer span.End()
+	l := NewWriter(io.Discard, nil)
+	defer l.Close()
+	r := httptest.NewRequest("GET", "/x", nil)
+	e := &Entry{Request: r, Info: &exchange.Info{RequestID: "rid"}, Status: 200}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Log(ctx, e)
 	}
 }
