@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine: installs what is missing (Debian
 # packages redis-server, zookeeper, a JRE, libhessian-java, chromium for the
-# admin dashboard's headless browser test), starts Redis and
+# admin dashboard's headless browser test, nginx for the bench harness's
+# smoke test), starts Redis and
 # ZooKeeper on free loopback ports unless DUBBOGW_TEST_REDIS_ADDR /
 # DUBBOGW_TEST_ZK_ADDR already point at running ones, runs the checks and the
 # tests, and stops what it started. It also installs and runs the Hessian
@@ -30,6 +31,7 @@ command -v javac >/dev/null || need+=(default-jdk-headless)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 command -v chromium >/dev/null || need+=(chromium)
+command -v nginx >/dev/null || need+=(nginx)   # bench/harness: dubbogw side by side with nginx
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   if [ "$(id -u)" != 0 ]; then sudo=sudo; else sudo=; fi
