@@ -26,6 +26,7 @@ func TestRiskConfigProblems(t *testing.T) {
 		{"no rate", route(`{rate_limit: {}}`), "routes[0].filters[0].rate_limit.rate", "required"},
 		{"bad key", route(`{rate_limit: {rate: 1, key: cookie}}`), "routes[0].filters[0].rate_limit.key", `unknown key "cookie"`},
 		{"bad redis address", "redis: {address: nohost}\n", "redis.address", `"nohost" is not host:port`},
+		{"pipelines not a power of two", "redis: {address: \"127.0.0.1:6379\", pipelines: 3}\n", "redis.pipelines", "must be a power of two"},
 		{"negative route limit", "routes:\n  - {name: r, match: {path: /a}, upstream: u, max_in_flight: -1}\nupstreams: {u: {targets: [{url: \"http://127.0.0.1:1\"}]}}\n",
 			"routes[0].max_in_flight", "must not be negative"},
 		{"bad algorithm", "server: {adaptive_concurrency: {algorithm: vegas}}\n", "server.adaptive_concurrency.algorithm", `unknown algorithm "vegas"`},

@@ -174,8 +174,8 @@ func validateRedis(ps *problems, r *Redis) {
 	if r.DB < 0 {
 		ps.add("redis.db", 0, "must not be negative, got %d", r.DB)
 	}
-	if r.Pipelines < 1 {
-		ps.add("redis.pipelines", 0, "must be at least 1, got %d", r.Pipelines)
+	if r.Pipelines < 1 || r.Pipelines&(r.Pipelines-1) != 0 {
+		ps.add("redis.pipelines", 0, "must be a power of two (1, 2, 4, ...), got %d", r.Pipelines)
 	}
 	if r.MaxPending < 1 {
 		ps.add("redis.max_pending", 0, "must be at least 1, got %d", r.MaxPending)
