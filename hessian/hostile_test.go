@@ -110,7 +110,9 @@ func TestHostileLengthsDoNotAllocate(t *testing.T) {
 				t.Fatalf("% x decoded", b)
 			}
 		})
-		if allocs > 8 {
+		// The count is exact without the race detector, which makes
+		// sync.Pool drop items; the bytes below are the real guard.
+		if allocs > 8 && !raceEnabled {
 			t.Errorf("% x: %v allocations", b, allocs)
 		}
 		before := totalAlloc()
