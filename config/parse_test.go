@@ -291,6 +291,8 @@ func TestParseRefusesMistakes(t *testing.T) {
 		{"weight too high", withUpstream("    targets: [{url: \"http://a:1\", weight: 10001}]\n"), []want{{"upstreams.users.targets[0].weight", "must be 1..10000, got 10001", 8}}},
 		{"weight negative", withUpstream("    targets: [{url: \"http://a:1\", weight: -1}]\n"), []want{{"upstreams.users.targets[0].weight", "got -1", 8}}},
 		{"policy", withUpstream("    targets: [{url: \"http://a:1\"}]\n    policy: random\n"), []want{{"upstreams.users.policy", `"random" is not a policy`, 9}}},
+		{"transport", withUpstream("    targets: [{url: \"http://a:1\"}]\n    transport: fast\n"), []want{{"upstreams.users.transport", `"fast" is not a transport: want standard or direct`, 9}}},
+		{"transport direct", withUpstream("    targets: [{url: \"http://a:1\"}]\n    transport: direct\n"), nil},
 		{"retry on", withUpstream("    targets: [{url: \"http://a:1\"}]\n    retry: {on: [connect_failure, 404, timeout, 502, 502]}\n"), []want{
 			{"upstreams.users.retry.on[1]", `"404": want connect_failure or a status code 500..599`, 9},
 			{"upstreams.users.retry.on[2]", `"timeout"`, 9},

@@ -223,7 +223,18 @@ type Upstream struct {
 	Retry Retry `yaml:"retry"`
 	// PassiveHealth ejects failing targets and lets them back through probes.
 	PassiveHealth PassiveHealth `yaml:"passive_health"`
+	// Transport sends the requests: "standard" (default, net/http's
+	// Transport) or "direct" (experimental: HTTP/1.1 exchanges on the calling
+	// goroutine for http:// targets; https targets, upgrades and
+	// Expect: 100-continue still use the standard transport).
+	Transport string `yaml:"transport"`
 }
+
+// Values of Upstream.Transport; "" means TransportStandard.
+const (
+	TransportStandard = "standard"
+	TransportDirect   = "direct"
+)
 
 // Target is one upstream address.
 type Target struct {

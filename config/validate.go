@@ -584,6 +584,11 @@ func validateUpstreams(ps *problems, upstreams map[string]*Upstream) {
 		default:
 			ps.add(path+".policy", 0, "%q is not a policy: want round_robin, weighted_random or least_request", u.Policy)
 		}
+		switch u.Transport {
+		case "", TransportStandard, TransportDirect:
+		default:
+			ps.add(path+".transport", 0, "%q is not a transport: want standard or direct", u.Transport)
+		}
 		if err := positive(u.Timeout); err != nil {
 			ps.add(path+".timeout", 0, "%v", err)
 		}

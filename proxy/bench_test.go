@@ -15,7 +15,8 @@ import (
 
 // BenchmarkProxy compares a GET of a small JSON body sent straight to the
 // backend, through a plain httputil.ReverseProxy and through Upstream.Handler,
-// all over loopback with keep-alive connections.
+// (with the standard and the direct transport), all over loopback with
+// keep-alive connections.
 func BenchmarkProxy(b *testing.B) {
 	payload := []byte(`{"id":42,"name":"dubbogw","tags":["gateway","proxy"],"active":true}`)
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -31,18 +32,23 @@ func BenchmarkProxy(b *testing.B) {
 	}
 	plain := httptest.NewServer(httputil.NewSingleHostReverseProxy(backendURL))
 	defer plain.Close()
-	u, err := New("bench", &config.Upstream{Targets: targets(backend.URL)}, NewMetrics(prometheus.NewRegistry()), nil)
-	if err != nil {
-		b.Fatal(err)
+	upstreamServer := func(transport string) *httptest.Server {
+		u, err := New("bench-"+transport, &config.Upstream{Targets: targets(backend.URL), Transport: transport}, NewMetrics(prometheus.NewRegistry()), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(u.Close)
+		srv := httptest.NewServer(u.Handler(0))
+		b.Cleanup(srv.Close)
+		return srv
 	}
-	defer u.Close()
-	ours := httptest.NewServer(u.Handler(0))
-	defer ours.Close()
+	standard, direct := upstreamServer(config.TransportStandard), upstreamServer(config.TransportDirect)
 
 	for _, bc := range []struct{ name, url string }{
 		{"direct", backend.URL},
 		{"httputil", plain.URL},
-		{"upstream", ours.URL},
+		{"upstream", standard.URL},
+		{"upstream-direct-transport", direct.URL},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			tr := &http.Transport{MaxIdleConnsPerHost: 8}

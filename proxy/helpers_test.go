@@ -22,8 +22,20 @@ type testUpstream struct {
 	reg *prometheus.Registry
 }
 
-func newTestUpstream(t *testing.T, name string, cfg *config.Upstream) testUpstream {
+// forEachTransport runs test as a subtest per transport.
+func forEachTransport(t *testing.T, test func(t *testing.T, transport string)) {
 	t.Helper()
+	for _, transport := range []string{config.TransportStandard, config.TransportDirect} {
+		t.Run(transport, func(t *testing.T) { test(t, transport) })
+	}
+}
+
+// newTestUpstream builds the upstream name from cfg sending through transport.
+func newTestUpstream(t *testing.T, transport, name string, cfg *config.Upstream) testUpstream {
+	t.Helper()
+	if cfg != nil {
+		cfg.Transport = transport
+	}
 	reg := prometheus.NewRegistry()
 	u, err := New(name, cfg, NewMetrics(reg), nil)
 	if err != nil {

@@ -40,6 +40,46 @@ type Metrics struct {
 
 	mu   sync.Mutex
 	refs map[seriesKey]int // users of each upstream (target "") and upstream target
+
+	// direct are the pools of upstreams using transport: direct, read at
+	// scrape time as dubbogw_upstream_direct_connections{upstream,state}.
+	direct *directPools
+}
+
+// directPools reports the connection pools of direct transports.
+type directPools struct {
+	desc  *prometheus.Desc
+	mu    sync.Mutex
+	pools map[*directTransport]string // → upstream name
+}
+
+func (d *directPools) Describe(ch chan<- *prometheus.Desc) { ch <- d.desc }
+
+func (d *directPools) Collect(ch chan<- prometheus.Metric) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sums := map[string]poolStats{} // an upstream replaced by a reload may briefly have two
+	for t, name := range d.pools {
+		st, sum := t.stats(), sums[name]
+		sums[name] = poolStats{open: sum.open + st.open, idle: sum.idle + st.idle, waiting: sum.waiting + st.waiting}
+	}
+	for name, st := range sums {
+		ch <- prometheus.MustNewConstMetric(d.desc, prometheus.GaugeValue, float64(st.open), name, "open")
+		ch <- prometheus.MustNewConstMetric(d.desc, prometheus.GaugeValue, float64(st.idle), name, "idle")
+		ch <- prometheus.MustNewConstMetric(d.desc, prometheus.GaugeValue, float64(st.waiting), name, "waiting")
+	}
+}
+
+func (d *directPools) add(t *directTransport, upstream string) {
+	d.mu.Lock()
+	d.pools[t] = upstream
+	d.mu.Unlock()
+}
+
+func (d *directPools) remove(t *directTransport) {
+	d.mu.Lock()
+	delete(d.pools, t)
+	d.mu.Unlock()
 }
 
 // seriesKey names the series of an upstream (target empty) or of one of its targets.
@@ -48,6 +88,12 @@ type seriesKey struct{ upstream, target string }
 // NewMetrics creates the upstream metrics and registers them with reg (nil: not registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
+		direct: &directPools{
+			desc: prometheus.NewDesc("dubbogw_upstream_direct_connections",
+				"Connections of upstreams using transport: direct, by state: open (in use, idle or dialing), idle, waiting (requests waiting for a slot under max_per_target).",
+				[]string{"upstream", "state"}, nil),
+			pools: map[*directTransport]string{},
+		},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_upstream_requests_total",
 			Help: "Attempts sent to upstream targets, by response status code or \"error\".",
@@ -80,7 +126,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		refs: make(map[seriesKey]int),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.retries, m.ejections, m.healthy, m.inFlight, m.panics)
+		reg.MustRegister(m.requests, m.duration, m.retries, m.ejections, m.healthy, m.inFlight, m.panics, m.direct)
 	}
 	return m
 }

@@ -79,7 +79,7 @@ func TestTracedAttemptsReplaceClientTraceContext(t *testing.T) {
 // trace context goes upstream untouched.
 func TestUntracedKeepsClientTraceContext(t *testing.T) {
 	b := newEchoBackend(t, "a")
-	u := newTestUpstream(t, "svc", &config.Upstream{Targets: targets(b.URL)})
+	u := newTestUpstream(t, config.TransportStandard, "svc", &config.Upstream{Targets: targets(b.URL)})
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	req := httptest.NewRequest("GET", "http://gw/x", nil)
 	req.Header.Set("Traceparent", tp)

@@ -100,7 +100,7 @@ func (u *Upstream) roundTrip(ctx context.Context, req *http.Request, upgrade str
 		t.inFlight.Add(1)
 		t.series.inFlight.Inc()
 		start := time.Now()
-		res, err := u.transport.RoundTrip(out)
+		res, err := u.send(out)
 		u.series.duration.Observe(time.Since(start).Seconds())
 
 		if err != nil {

@@ -56,6 +56,7 @@ type Upstream struct {
 	timeout      time.Duration
 	preserveHost bool
 	transport    *http.Transport
+	direct       *directTransport // nil unless transport: direct; falls back to transport
 	buffers      bufferPool
 
 	retries      int
@@ -133,7 +134,17 @@ func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger, opts .
 		return nil, err
 	}
 	u.transport = transport
+	switch cfg.Transport {
+	case "", config.TransportStandard:
+	case config.TransportDirect:
+		u.direct = newDirectTransport(transport, transport.MaxIdleConnsPerHost, transport.MaxConnsPerHost, transport.IdleConnTimeout)
+	default:
+		return nil, fmt.Errorf("transport: %q is not standard or direct", cfg.Transport)
+	}
 	u.series = m.acquireUpstream(name)
+	if u.direct != nil {
+		m.direct.add(u.direct, name)
+	}
 	for _, t := range u.targets {
 		m.initTarget(&t.series, name, t.url.String())
 		t.series.healthy.Set(1)
@@ -320,6 +331,14 @@ type connectError struct{ err error }
 func (e *connectError) Error() string { return e.err.Error() }
 func (e *connectError) Unwrap() error { return e.err }
 
+// send sends one attempt through the upstream's transport.
+func (u *Upstream) send(req *http.Request) (*http.Response, error) {
+	if u.direct != nil {
+		return u.direct.RoundTrip(req)
+	}
+	return u.transport.RoundTrip(req)
+}
+
 // Name returns the upstream's name.
 func (u *Upstream) Name() string { return u.name }
 
@@ -331,6 +350,10 @@ func (u *Upstream) Close() {
 		return
 	}
 	u.transport.CloseIdleConnections()
+	if u.direct != nil {
+		u.direct.Close()
+		u.metrics.direct.remove(u.direct)
+	}
 	for _, t := range u.targets {
 		u.metrics.release(u.name, t.series.target)
 	}

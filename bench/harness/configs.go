@@ -22,7 +22,7 @@ type gatewaySpec struct {
 
 // measuredRoutes is how many routes gatewayYAML writes before fillers,
 // for providerCounts of length n.
-func measuredRoutes(n int) int { return 3 + n }
+func measuredRoutes(n int) int { return 4 + n }
 
 // gatewayYAML renders the configuration of one gateway: the measured
 // routes, then filler routes (distinct first segments, half patterns half
@@ -45,10 +45,18 @@ registries:
   echo:
     targets: [{url: %q}]
     pool: {max_idle_per_target: %d}
+  echo-direct:
+    targets: [{url: %q}]
+    pool: {max_idle_per_target: %d}
+    transport: direct
 routes:
   - name: http-users
     match: {methods: [GET], path: "/http/users/{id}"}
     upstream: echo
+  - name: direct-http-users
+    match: {methods: [GET], path: "/direct/http/users/{id}"}
+    filters: [{rewrite: {strip_prefix: /direct}}]
+    upstream: echo-direct
   - name: auth-http-users
     match: {methods: [GET], path: "/auth/http/users/{id}"}
     filters: [{rewrite: {strip_prefix: /auth}}, {auth: {key_prefix: %q}}]
@@ -57,7 +65,7 @@ routes:
     match: {methods: [GET], path: "/auth/api/users/{id}"}
     filters: [{auth: {key_prefix: %q}}]
     dubbo: {registry: p1, interface: %s, method: getUser, params: [{type: java.lang.String, from: path, name: id}]}
-`, spec.upstream, spec.idlePerTarget, spec.tokenPrefix, spec.tokenPrefix, dubbotest.DemoInterface)
+`, spec.upstream, spec.idlePerTarget, spec.upstream, spec.idlePerTarget, spec.tokenPrefix, spec.tokenPrefix, dubbotest.DemoInterface)
 	for _, n := range spec.providerCounts {
 		path := fmt.Sprintf("/p%d/api/users/{id}", n)
 		if n == 1 {
