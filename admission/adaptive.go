@@ -205,6 +205,9 @@ func (a *adaptive) record(o Outcome, admittedInProbe bool) {
 	if a.inFlight.Add(-1) < 0 {
 		panic(releasedTooOften)
 	}
+	if o.Skipped {
+		return // no latency to learn from
+	}
 	probing := a.gate.Load()&probingBit != 0
 	if probing && !admittedInProbe {
 		return // admitted before the probe: its latency has the queueing the probe drains

@@ -416,3 +416,48 @@ func newTestAdaptive(t *testing.T, algo string) Limiter {
 	}
 	return l
 }
+
+// TestSkippedOutcomesTeachNothing: releases marked Skipped (requests a
+// narrower limit refused before any upstream) free their slot but do not
+// move an adaptive limit; the same releases unmarked do.
+func TestSkippedOutcomesTeachNothing(t *testing.T) {
+	for _, algo := range []string{"gradient", "aimd"} {
+		for _, skipped := range []bool{true, false} {
+			clock := &virtualClock{}
+			clock.advance(time.Hour)
+			l, err := NewAdaptive(config.AdaptiveConcurrency{Algorithm: algo, MinLimit: 2, InitialLimit: 8, MaxLimit: 64,
+				LatencyTarget: config.Duration(100 * time.Millisecond)}, 0, clock.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Rounds that fill the limit (so the traffic is not app-limited)
+			// with fast, successful requests.
+			var releases []func(Outcome)
+			for range 1000 {
+				releases = releases[:0]
+				for {
+					release, ok := l.Acquire()
+					if !ok {
+						break
+					}
+					releases = append(releases, release)
+				}
+				clock.advance(10 * time.Millisecond)
+				for _, release := range releases {
+					release(Outcome{Latency: time.Millisecond, Skipped: skipped})
+				}
+			}
+			st := l.Stats()
+			changed := st.LimitIncreases+st.LimitDecreases > 0
+			if skipped && (changed || l.Limit() != 8) {
+				t.Errorf("%s: skipped outcomes moved the limit to %d (%+v)", algo, l.Limit(), st)
+			}
+			if !skipped && !changed {
+				t.Errorf("%s: 1,000 full rounds of fast outcomes did not move the limit (%+v): the test shows nothing", algo, st)
+			}
+			if l.InFlight() != 0 {
+				t.Errorf("%s: %d in flight after every release", algo, l.InFlight())
+			}
+		}
+	}
+}

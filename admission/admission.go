@@ -12,6 +12,10 @@ type Outcome struct {
 	// Dropped marks a request that timed out or was shed downstream; AIMD
 	// cuts its limit on it.
 	Dropped bool
+	// Skipped marks a request that never reached an upstream (refused by a
+	// narrower limit, say): it frees its slot but says nothing about
+	// latency, so an adaptive limit does not learn from it.
+	Skipped bool
 }
 
 // Limiter admits requests up to an in-flight limit. Its methods are safe for

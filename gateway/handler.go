@@ -143,15 +143,22 @@ func shed(w http.ResponseWriter, r *http.Request, msg string) {
 	exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeShed, msg)
 }
 
-// outcome is how a request ended, for adaptive limits: its latency, and
-// whether it timed out or its upstream refused it for load.
+// outcome is how a request ended, for adaptive limits: its latency;
+// whether it timed out or its upstream refused it for load (Dropped); or
+// whether the gateway answered it itself before any upstream work (a
+// route's limit, a rate limit, a missing token, no provider...): such an
+// answer says nothing about upstream latency and is Skipped.
 func outcome(info *exchange.Info) admission.Outcome {
-	dropped := false
+	o := admission.Outcome{Latency: time.Since(info.Start)}
 	switch info.ErrorCode {
 	case exchange.CodeTimeout, exchange.CodeOverloaded:
-		dropped = true
+		o.Dropped = true
+	case exchange.CodeShed, exchange.CodeNoRoute, exchange.CodeMethodNotAllowed, exchange.CodeTooLarge,
+		exchange.CodeUnauthorized, exchange.CodeForbidden, exchange.CodeRateLimited, exchange.CodeAuthUnavailable,
+		exchange.CodeBadRequest, exchange.CodeNoProvider, exchange.CodeBreakerOpen, exchange.CodeNoHealthyTarget:
+		o.Skipped = true
 	}
-	return admission.Outcome{Latency: time.Since(info.Start), Dropped: dropped}
+	return o
 }
 
 // runRoute runs the route's chain; a panic becomes a 500 for this request only.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/exchange"
 )
 
 // TestAuthEndToEnd: the auth filter (memory store) on an HTTP route and on
@@ -166,4 +167,23 @@ func grepLines(text, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+func TestOutcomeForAdaptiveLimits(t *testing.T) {
+	for code, want := range map[string]struct{ dropped, skipped bool }{
+		"":                    {},
+		"TIMEOUT":             {dropped: true},
+		"UPSTREAM_OVERLOADED": {dropped: true},
+		"SHED":                {skipped: true},
+		"RATE_LIMITED":        {skipped: true},
+		"AUTH_UNAVAILABLE":    {skipped: true},
+		"NO_PROVIDER":         {skipped: true},
+		"BAD_GATEWAY":         {},
+		"DUBBO_EXCEPTION":     {},
+	} {
+		o := outcome(&exchange.Info{ErrorCode: code, Start: time.Now()})
+		if o.Dropped != want.dropped || o.Skipped != want.skipped {
+			t.Errorf("%q: %+v, want dropped %v skipped %v", code, o, want.dropped, want.skipped)
+		}
+	}
 }
