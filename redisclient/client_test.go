@@ -143,9 +143,9 @@ func TestInvalidation(t *testing.T) {
 }
 
 func TestEvalInts(t *testing.T) {
-	s := startRedis(t, "")
-	c, reg := newClient(t, config.Redis{Address: s.addr, Breaker: config.RedisBreaker{MaxFailures: 2}}, true)
-	raw := rawClient(t, s.addr)
+	s := testenv.StartRedis(t, "")
+	c, reg := newClient(t, config.Redis{Address: s.Addr(), Breaker: config.RedisBreaker{MaxFailures: 2}}, true)
+	raw := rawClient(t, s.Addr())
 	ctx := ctxTimeout(t, 10*time.Second)
 	const script = `return {tonumber(ARGV[1]), redis.call('INCR', KEYS[1]), -3}`
 
@@ -215,10 +215,10 @@ func TestDo(t *testing.T) {
 // Commands return by their deadline, the client's or the caller's when
 // sooner, whatever Redis does.
 func TestDeadlines(t *testing.T) {
-	s := startRedis(t, "")
+	s := testenv.StartRedis(t, "")
 	const timeout = 100 * time.Millisecond
-	c, reg := newClient(t, config.Redis{Address: s.addr, Timeout: config.Duration(timeout), Breaker: config.RedisBreaker{MaxFailures: 1000}}, true)
-	raw := rawClient(t, s.addr)
+	c, reg := newClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(timeout), Breaker: config.RedisBreaker{MaxFailures: 1000}}, true)
+	raw := rawClient(t, s.Addr())
 	ctx := ctxTimeout(t, 10*time.Second)
 	if _, _, _, err := c.Get(ctx, "warm"); err != nil {
 		t.Fatal(err)
@@ -260,9 +260,9 @@ func TestDeadlines(t *testing.T) {
 }
 
 func TestBreaker(t *testing.T) {
-	s := startRedis(t, "")
+	s := testenv.StartRedis(t, "")
 	const openFor = 300 * time.Millisecond
-	c, reg := newClient(t, config.Redis{Address: s.addr, Timeout: config.Duration(50 * time.Millisecond),
+	c, reg := newClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(50 * time.Millisecond),
 		Breaker: config.RedisBreaker{MaxFailures: 3, OpenFor: config.Duration(openFor)}}, true)
 	ctx := ctxTimeout(t, 20*time.Second)
 	n := 0
@@ -329,12 +329,12 @@ func TestBreaker(t *testing.T) {
 	if got := metricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "connection"}); got < 1 {
 		t.Errorf("connection errors %v", got)
 	}
-	startRedis(t, s.addr)
+	testenv.StartRedis(t, s.Addr())
 	waitFor(t, 5*time.Second, "recovery after a restart", func() bool { return get() == nil })
 }
 
 func TestStartWithRedisDown(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	c, reg := newClient(t, config.Redis{Address: addr}, false)
 	ctx := ctxTimeout(t, 20*time.Second)
 	for range 3 {
@@ -345,7 +345,7 @@ func TestStartWithRedisDown(t *testing.T) {
 	if c.Healthy() || metricValue(t, reg, "dubbogw_redis_connected", nil) != 0 {
 		t.Error("healthy before connecting")
 	}
-	startRedis(t, addr)
+	testenv.StartRedis(t, addr)
 	if err := c.WaitConnected(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -361,8 +361,8 @@ func TestStartWithRedisDown(t *testing.T) {
 }
 
 func TestOverloaded(t *testing.T) {
-	s := startRedis(t, "")
-	c, reg := newClient(t, config.Redis{Address: s.addr, MaxPending: 1, Timeout: config.Duration(time.Second),
+	s := testenv.StartRedis(t, "")
+	c, reg := newClient(t, config.Redis{Address: s.Addr(), MaxPending: 1, Timeout: config.Duration(time.Second),
 		Breaker: config.RedisBreaker{MaxFailures: 1000}}, true)
 	s.Freeze()
 	defer s.Thaw()
@@ -413,7 +413,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		addr string
-	}{{"connected", addr}, {"connecting to a Redis that is down", freeAddr(t)}} {
+	}{{"connected", addr}, {"connecting to a Redis that is down", testenv.FreeAddr(t)}} {
 		c, err := redisclient.New(config.Redis{Address: tc.addr}, nil, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -3,110 +3,13 @@ package redisclient_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"os/exec"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 )
-
-// redisServer is a private redis-server on a loopback port, for tests that
-// stop, freeze or restart Redis; it is killed when the test ends.
-type redisServer struct {
-	t    testing.TB
-	addr string
-	cmd  *exec.Cmd
-}
-
-// freeAddr returns a loopback address nothing listens on (at the moment).
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-// startRedis starts a private redis-server on addr ("" = a free port) and
-// waits until it answers PING.
-func startRedis(t testing.TB, addr string) *redisServer {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed")
-	}
-	if addr == "" {
-		addr = freeAddr(t)
-	}
-	_, port, _ := net.SplitHostPort(addr)
-	s := &redisServer{t: t, addr: addr, cmd: exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting redis-server: %v", err)
-	}
-	t.Cleanup(s.Stop)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if err := ping(addr); err == nil {
-			return s
-		} else if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s did not answer within 10s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling an external process: no channel to wait on
-	}
-}
-
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	buf := make([]byte, 7)
-	n, err := c.Read(buf)
-	if err != nil {
-		return err
-	}
-	if !strings.HasPrefix(string(buf[:n]), "+PONG") {
-		return fmt.Errorf("PING answered %q", buf[:n])
-	}
-	return nil
-}
-
-// Stop kills the server and waits for it (idempotent).
-func (s *redisServer) Stop() {
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a frozen server must be able to die
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-}
-
-// Freeze stops the process (SIGSTOP): connections stay open, nothing is
-// answered. Thaw resumes it.
-func (s *redisServer) Freeze() {
-	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		s.t.Fatalf("SIGSTOP redis-server: %v", err)
-	}
-}
-
-func (s *redisServer) Thaw() {
-	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		s.t.Fatalf("SIGCONT redis-server: %v", err)
-	}
-}
 
 // rawClient is a plain rueidis client (no client-side cache) to set up and
 // inspect keys beside the client under test.

@@ -225,8 +225,8 @@ func nonEmpty(s string) []string {
 // Under 1,000 concurrent requests with one token whose TTL is low, the
 // token is extended once: one renewal, one PEXPIRE in Redis.
 func TestRenewalOnce(t *testing.T) {
-	s := startRedis(t)
-	raw := rawClient(t, s.addr)
+	s := testenv.StartRedis(t, "")
+	raw := rawClient(t, s.Addr())
 	prefix := uniquePrefix(t)
 	setToken(t, raw, prefix+"low", `{"userId":"u1"}`, time.Minute)
 	setToken(t, raw, prefix+"high", `{"userId":"u2"}`, 3*time.Hour)
@@ -234,7 +234,7 @@ func TestRenewalOnce(t *testing.T) {
 	// about renewal here, not about deadlines.
 	cfg := config.Auth{KeyPrefix: prefix, Timeout: config.Duration(5 * time.Second),
 		Sliding: config.Sliding{Threshold: config.Duration(time.Hour), Window: config.Duration(2 * time.Hour)}}
-	g := newGateway(t, cfg, newRedisClient(t, config.Redis{Address: s.addr, Timeout: config.Duration(5 * time.Second)}))
+	g := newGateway(t, cfg, newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(5 * time.Second)}))
 	h := withInfo(g.f.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	before := pexpireCalls(t, raw)
 
@@ -290,14 +290,14 @@ func TestRenewalOnce(t *testing.T) {
 // instance still saw the low TTL depends on timing; store_test.go runs the
 // script twice deterministically.)
 func TestRenewalAcrossInstances(t *testing.T) {
-	s := startRedis(t)
-	raw := rawClient(t, s.addr)
+	s := testenv.StartRedis(t, "")
+	raw := rawClient(t, s.Addr())
 	prefix := uniquePrefix(t)
 	setToken(t, raw, prefix+"low", `{"userId":"u1"}`, time.Minute)
 	cfg := config.Auth{KeyPrefix: prefix, Timeout: config.Duration(5 * time.Second),
 		Sliding: config.Sliding{Threshold: config.Duration(time.Hour), Window: config.Duration(2 * time.Hour)}}
-	a := newGateway(t, cfg, newRedisClient(t, config.Redis{Address: s.addr, Timeout: config.Duration(5 * time.Second)}))
-	b := newGateway(t, cfg, newRedisClient(t, config.Redis{Address: s.addr, Timeout: config.Duration(5 * time.Second)}))
+	a := newGateway(t, cfg, newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(5 * time.Second)}))
+	b := newGateway(t, cfg, newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(5 * time.Second)}))
 	before := pexpireCalls(t, raw)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -366,18 +366,18 @@ func TestRevocation(t *testing.T) {
 
 // When the store cannot answer, each policy answers within the timeout.
 func TestStoreDown(t *testing.T) {
-	s := startRedis(t)
-	raw := rawClient(t, s.addr)
+	s := testenv.StartRedis(t, "")
+	raw := rawClient(t, s.Addr())
 	prefix := uniquePrefix(t)
 	setToken(t, raw, prefix+"cached", `{"userId":"u1"}`, 5*time.Hour)
 	const timeout = 50 * time.Millisecond
 	const margin = 150 * time.Millisecond
-	rc := newRedisClient(t, config.Redis{Address: s.addr, Timeout: config.Duration(timeout), Breaker: config.RedisBreaker{MaxFailures: 1000}})
+	rc := newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(timeout), Breaker: config.RedisBreaker{MaxFailures: 1000}})
 	public := []config.AnonymousRule{{Path: "/public/*"}}
 	reject := newGateway(t, config.Auth{KeyPrefix: prefix, Anonymous: public}, rc)
 	anon := newGateway(t, config.Auth{KeyPrefix: prefix, Anonymous: public, OnStoreError: "anonymous"}, rc)
 	// A filter timeout shorter than the client's: the filter's holds.
-	slowClient := newRedisClient(t, config.Redis{Address: s.addr, Timeout: config.Duration(time.Second), Breaker: config.RedisBreaker{MaxFailures: 1000}})
+	slowClient := newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(time.Second), Breaker: config.RedisBreaker{MaxFailures: 1000}})
 	short := newGateway(t, config.Auth{KeyPrefix: prefix, Timeout: config.Duration(30 * time.Millisecond)}, slowClient)
 	for _, g := range []*gateway{reject, anon, short} {
 		if r := g.do("GET", "/x", "Authorization: Bearer cached"); r.status != 200 {
@@ -421,8 +421,8 @@ func TestStoreDown(t *testing.T) {
 
 // With the breaker open the store refuses at once: "rejected".
 func TestBreakerOpenRejects(t *testing.T) {
-	s := startRedis(t)
-	rc := newRedisClient(t, config.Redis{Address: s.addr, Breaker: config.RedisBreaker{MaxFailures: 1, OpenFor: config.Duration(time.Minute)}})
+	s := testenv.StartRedis(t, "")
+	rc := newRedisClient(t, config.Redis{Address: s.Addr(), Breaker: config.RedisBreaker{MaxFailures: 1, OpenFor: config.Duration(time.Minute)}})
 	g := newGateway(t, config.Auth{KeyPrefix: uniquePrefix(t)}, rc)
 	s.Stop()
 	waitFor(t, 5*time.Second, "the breaker opening", func() bool {

@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -275,61 +272,3 @@ func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
-// redisServer is a private redis-server on a loopback port, for tests that
-// freeze or kill Redis, or read its command statistics.
-type redisServer struct {
-	t    testing.TB
-	addr string
-	cmd  *exec.Cmd
-}
-
-func startRedis(t testing.TB) *redisServer {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	_, port, _ := net.SplitHostPort(addr)
-	s := &redisServer{t: t, addr: addr, cmd: exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("starting redis-server: %v", err)
-	}
-	t.Cleanup(s.Stop)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server on %s not up within 10s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling an external process: no channel to wait on
-	}
-}
-
-func (s *redisServer) Stop() {
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT)
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-}
-
-// Freeze stops the process (SIGSTOP): connections stay open, nothing is answered.
-func (s *redisServer) Freeze() {
-	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
-func (s *redisServer) Thaw() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }

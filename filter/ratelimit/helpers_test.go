@@ -1,18 +1,15 @@
 package ratelimit_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -119,66 +116,6 @@ func deleteKeys(t testing.TB, c rueidis.Client, pattern string) {
 			return
 		}
 	}
-}
-
-// privateRedis is a redis-server of the test's own, to stop or kill.
-type privateRedis struct {
-	addr string
-	cmd  *exec.Cmd
-}
-
-func startPrivateRedis(t testing.TB) *privateRedis {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting redis-server: %v", err)
-	}
-	p := &privateRedis{addr: "127.0.0.1:" + port, cmd: cmd}
-	t.Cleanup(p.kill)
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "Ready to accept connections") {
-				close(ready)
-				break
-			}
-		}
-		for sc.Scan() { // drain so the server never blocks on its stdout
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("redis-server on port %s not ready after 10s", port)
-	}
-	return p
-}
-
-func (p *privateRedis) signal(t testing.TB, sig syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signalling redis-server: %v", err)
-	}
-}
-
-func (p *privateRedis) kill() {
-	if p.cmd.ProcessState != nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
 }
 
 // newFilter builds a filter and fails the test on error.

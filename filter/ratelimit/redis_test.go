@@ -6,9 +6,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dubbogw/dubbogw/internal/testenv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -140,8 +141,8 @@ func TestDistributedLimitIsShared(t *testing.T) {
 }
 
 func TestRedisDownFallsBackToLocalLimit(t *testing.T) {
-	redis := startPrivateRedis(t)
-	s := newScripter(t, redis.addr)
+	redis := testenv.StartRedis(t, "")
+	s := newScripter(t, redis.Addr())
 	reg := prometheus.NewRegistry()
 	clock := newFakeClock()
 	h := newFilter(t, config.RateLimit{Rate: 2, Per: config.Duration(time.Minute), Distributed: true},
@@ -149,7 +150,7 @@ func TestRedisDownFallsBackToLocalLimit(t *testing.T) {
 	r, _ := request(context.Background(), "192.0.2.1", "")
 	check(t, "Redis up", serve(h, r), want{204, "2", "1", "30", ""})
 
-	redis.kill()
+	redis.Stop()
 	// The local bucket is fresh: the burst again, then exact local limits.
 	for i, exp := range []want{{204, "2", "1", "30", ""}, {204, "2", "0", "60", ""}, {429, "2", "0", "60", "30"}} {
 		start := time.Now()
@@ -169,15 +170,15 @@ func TestRedisDownFallsBackToLocalLimit(t *testing.T) {
 // TestRedisStalledAnswersWithinDeadline stops the Redis process: commands
 // are sent and never answered.
 func TestRedisStalledAnswersWithinDeadline(t *testing.T) {
-	redis := startPrivateRedis(t)
-	s := newScripter(t, redis.addr)
+	redis := testenv.StartRedis(t, "")
+	s := newScripter(t, redis.Addr())
 	reg := prometheus.NewRegistry()
 	h := newFilter(t, config.RateLimit{Rate: 1, Per: config.Duration(time.Hour), Burst: 2, Distributed: true},
 		ratelimit.Deps{Route: "r", Redis: s, Metrics: reg}).Wrap(okHandler)
 	r, _ := request(context.Background(), "192.0.2.1", "")
 	check(t, "Redis up", serve(h, r), want{204, "2", "1", "3600", ""})
 
-	redis.signal(t, syscall.SIGSTOP)
+	redis.Freeze()
 	for i, exp := range []want{{204, "2", "1", "3600", ""}, {204, "2", "0", "7200", ""}, {429, "2", "0", "7200", "3600"}} {
 		start := time.Now()
 		check(t, "Redis stalled "+strconv.Itoa(i), serve(h, r), exp)
@@ -191,7 +192,7 @@ func TestRedisStalledAnswersWithinDeadline(t *testing.T) {
 		t.Errorf("fallbacks (timeout) %v, want 3", got)
 	}
 
-	redis.signal(t, syscall.SIGCONT)
+	redis.Thaw()
 	// Redis answers again (after the stalled commands); its bucket has one left.
 	other, _ := request(context.Background(), "192.0.2.2", "")
 	var code int
