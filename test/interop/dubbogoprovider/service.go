@@ -30,8 +30,12 @@ import (
 //	    String crash(String message);                        // a plain Go error: java.lang.Throwable
 //	    String slow(int millis);
 //	    String whoami();                                     // the caller's address as the provider sees it
+//	    String ping();                                       // only with -extra-method: "pong"
 //	}
 //	interface GreeterService { String hello(String name); } // group "blue", no version
+//
+// UserService's version and group are flags (-user-version, default
+// 1.0.0; -user-group, default none).
 //
 // Go has no overloading and dubbo-go keys a service's methods by name
 // alone (common/rpc_service.go, suitableMethods), so no method here is
@@ -179,6 +183,15 @@ func (*UserService) Whoami(ctx context.Context) (string, error) {
 	}
 	return addr, nil
 }
+
+// UserServiceWithPing is UserService with one more method, ping (the
+// -extra-method flag), so that its metadata revision differs.
+type UserServiceWithPing struct {
+	UserService
+}
+
+// Ping returns "pong".
+func (*UserServiceWithPing) Ping(context.Context) (string, error) { return "pong", nil }
 
 // GreeterService implements org.dubbogw.interop.GreeterService, exported
 // in group "blue".
