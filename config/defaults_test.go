@@ -143,6 +143,9 @@ registries:
     release_after: 1m
     watch_gc: 5m
     startup_wait: 500ms
+    discovery: application
+    services_root: /g/services
+    metadata: {timeout: 1s, concurrency: 2}
 dubbo:
   references: {max: 64, idle_ttl: 1m}
   conns_per_addr: 2
@@ -292,7 +295,8 @@ func TestParseFullConfig(t *testing.T) {
 			"zk": {Type: "zookeeper", Address: "zookeeper://127.0.0.1:2181, 127.0.0.2:2181", Root: "dubbo-prod",
 				SessionTimeout: Duration(10 * time.Second), Timeout: Duration(2 * time.Second), Register: ptr(false),
 				Application: "edge", Username: "gw", Password: "secret", ReleaseAfter: Duration(time.Minute), WatchGC: Duration(5 * time.Minute),
-				StartupWait: Duration(500 * time.Millisecond)}},
+				StartupWait: Duration(500 * time.Millisecond), Discovery: "application", ServicesRoot: "/g/services",
+				Metadata: RegistryMetadata{Timeout: Duration(time.Second), Concurrency: 2, Cache: DefaultMetadataCache}}},
 		Dubbo: DubboClient{ConnsPerAddr: 2, DialTimeout: Duration(time.Second), Heartbeat: Duration(30 * time.Second),
 			MaxPayload: 4 << 20, MaxPending: 500, Types: map[string]map[string]string{"com.example.demo.User": {"createdAt": "java.util.Date"}},
 			References: References{Max: 64, IdleTTL: Duration(time.Minute)}},

@@ -35,6 +35,31 @@ type Registry struct {
 	// StartupWait bounds how long a start or a reload waits for the
 	// registry's first answer about the services its routes call. Default 3s.
 	StartupWait Duration `yaml:"startup_wait"`
+	// Discovery (zookeeper) says which registrations are read: "interface"
+	// (/<root>/<interface>/providers), "application" (Dubbo 3's
+	// application-level instances: mapping, /services/<app>, metadata) or
+	// "auto" (both, merged by address, application-level data preferred).
+	// A route that needs another mode uses another registry entry pointing
+	// at the same ZooKeeper. Default "auto".
+	Discovery string `yaml:"discovery"`
+	// ServicesRoot (zookeeper) is where application instances are
+	// registered. Default "/services" with the root "dubbo", else
+	// "/<root>" (Dubbo's registry group replaces both roots).
+	ServicesRoot string `yaml:"services_root"`
+	// Metadata (zookeeper) bounds how application instances' metadata is
+	// fetched (their MetadataService, or remote nodes in ZooKeeper).
+	Metadata RegistryMetadata `yaml:"metadata"`
+}
+
+// RegistryMetadata bounds the fetching of application instances' metadata.
+type RegistryMetadata struct {
+	// Timeout of one fetch. Default 3s.
+	Timeout Duration `yaml:"timeout"`
+	// Concurrency: fetches under way at most. Default 8.
+	Concurrency int `yaml:"concurrency"`
+	// Cache: entries (per instance and revision) kept beyond those live
+	// instances use. Default 1024.
+	Cache int `yaml:"cache"`
 }
 
 // References bounds the Dubbo references made on demand (the generic

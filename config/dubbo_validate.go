@@ -37,6 +37,10 @@ const (
 	DefaultRegistryReleaseAfter    = Duration(30 * time.Second)
 	DefaultRegistryStartupWait     = Duration(3 * time.Second)
 	DefaultZooKeeperWatchGC        = Duration(time.Minute)
+	DefaultZooKeeperDiscovery      = DiscoveryAuto
+	DefaultMetadataTimeout         = Duration(3 * time.Second)
+	DefaultMetadataConcurrency     = 8
+	DefaultMetadataCache           = 1024
 	DefaultMaxReferences           = 1024
 	DefaultReferenceIdleTTL        = Duration(10 * time.Minute)
 )
@@ -85,6 +89,10 @@ func defaultDubbo(c *Config) {
 			setDefault(&reg.Application, DefaultRegistryApplication)
 			setDefault(&reg.WatchGC, DefaultZooKeeperWatchGC)
 			setDefaultPtr(&reg.Register, true)
+			setDefault(&reg.Discovery, DefaultZooKeeperDiscovery)
+			setDefault(&reg.Metadata.Timeout, DefaultMetadataTimeout)
+			setDefault(&reg.Metadata.Concurrency, DefaultMetadataConcurrency)
+			setDefault(&reg.Metadata.Cache, DefaultMetadataCache)
 		}
 	}
 	for _, r := range c.Routes {
@@ -433,4 +441,28 @@ func validateZooKeeper(ps *problems, path string, reg *Registry) {
 	if (reg.Username == "") != (reg.Password == "") {
 		ps.add(path+".username", 0, "username and password go together")
 	}
+	if !slices.Contains(discoveryModes, reg.Discovery) {
+		ps.add(path+".discovery", 0, "unknown mode %q (known: %s)", reg.Discovery, strings.Join(discoveryModes, ", "))
+	}
+	if root := strings.Trim(reg.ServicesRoot, "/"); reg.ServicesRoot != "" && (root == "" || strings.Contains(root, "//")) {
+		ps.add(path+".services_root", 0, "%q: want a ZooKeeper path, such as \"/services\"", reg.ServicesRoot)
+	}
+	if reg.Metadata.Timeout.D() <= 0 {
+		ps.add(path+".metadata.timeout", 0, "must be positive")
+	}
+	if reg.Metadata.Concurrency < 1 || reg.Metadata.Concurrency > 1024 {
+		ps.add(path+".metadata.concurrency", 0, "must be between 1 and 1024, got %d", reg.Metadata.Concurrency)
+	}
+	if reg.Metadata.Cache < 1 {
+		ps.add(path+".metadata.cache", 0, "must be at least 1, got %d", reg.Metadata.Cache)
+	}
 }
+
+// Discovery modes of a zookeeper registry.
+const (
+	DiscoveryInterface   = "interface"
+	DiscoveryApplication = "application"
+	DiscoveryAuto        = "auto"
+)
+
+var discoveryModes = []string{DiscoveryAuto, DiscoveryInterface, DiscoveryApplication}

@@ -17,7 +17,7 @@ type registryCollector struct {
 	table *atomic.Pointer[table]
 
 	subscriptions, watches, references, providers, connected, degraded, registered,
-	reconnects, expiries *prometheus.Desc
+	reconnects, expiries, applications, instances, metadataFetches, metadataCached *prometheus.Desc
 }
 
 func newRegistryCollector(t *atomic.Pointer[table]) *registryCollector {
@@ -42,12 +42,21 @@ func newRegistryCollector(t *atomic.Pointer[table]) *registryCollector {
 			"Connections to the registry re-established after a loss.", l, nil),
 		expiries: prometheus.NewDesc("dubbogw_registry_session_expiries_total",
 			"Registry sessions lost for good; every live subscription is then re-made once.", l, nil),
+		applications: prometheus.NewDesc("dubbogw_registry_applications",
+			"Applications watched for application-level discovery (named by the mapping nodes of the interfaces subscribed).", l, nil),
+		instances: prometheus.NewDesc("dubbogw_registry_instances",
+			"Instances of the applications watched whose node could be read and parsed.", l, nil),
+		metadataFetches: prometheus.NewDesc("dubbogw_registry_metadata_fetches_total",
+			"Fetches of application instances' metadata (MetadataService or remote node), by result (ok, failed); a failed instance is retried with a backoff, not used meanwhile.",
+			[]string{"registry", "result"}, nil),
+		metadataCached: prometheus.NewDesc("dubbogw_registry_metadata_cached",
+			"Instance metadata entries cached (per instance and revision).", l, nil),
 	}
 }
 
 func (c *registryCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.subscriptions, c.watches, c.references, c.providers, c.connected,
-		c.degraded, c.registered, c.reconnects, c.expiries} {
+		c.degraded, c.registered, c.reconnects, c.expiries, c.applications, c.instances, c.metadataFetches, c.metadataCached} {
 		ch <- d
 	}
 }
@@ -71,6 +80,11 @@ func (c *registryCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.registered, float64(st.Registered))
 		ch <- prometheus.MustNewConstMetric(c.reconnects, prometheus.CounterValue, float64(st.Reconnects), name)
 		ch <- prometheus.MustNewConstMetric(c.expiries, prometheus.CounterValue, float64(st.SessionExpiries), name)
+		gauge(c.applications, float64(st.Applications))
+		gauge(c.instances, float64(st.Instances))
+		gauge(c.metadataCached, float64(st.MetadataCached))
+		ch <- prometheus.MustNewConstMetric(c.metadataFetches, prometheus.CounterValue, float64(st.MetadataFetches-st.MetadataFailures), name, "ok")
+		ch <- prometheus.MustNewConstMetric(c.metadataFetches, prometheus.CounterValue, float64(st.MetadataFailures), name, "failed")
 		for _, d := range reg.Directories() {
 			ch <- prometheus.MustNewConstMetric(c.providers, prometheus.GaugeValue, float64(len(d.Providers)), name, d.Service)
 		}

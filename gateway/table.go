@@ -22,6 +22,7 @@ import (
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
+	"github.com/dubbogw/dubbogw/dubbo/metadataservice"
 	"github.com/dubbogw/dubbogw/dubboroute"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/filter"
@@ -369,6 +370,13 @@ func newRegistry(c *config.Registry, d deps) (registry.Registry, error) {
 			Username:       c.Username,
 			Password:       c.Password,
 			Logger:         d.log,
+
+			Discovery:           c.Discovery,
+			ServicesRoot:        c.ServicesRoot,
+			Metadata:            metadataservice.Fetcher(d.dubbo),
+			MetadataTimeout:     c.Metadata.Timeout.D(),
+			MetadataConcurrency: c.Metadata.Concurrency,
+			MetadataCache:       c.Metadata.Cache,
 		})
 	}
 	return nil, fmt.Errorf("type: unknown registry type %q", c.Type)

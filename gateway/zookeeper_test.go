@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,6 +118,10 @@ func (f *zkFixture) deleteTree(path string) {
 	_ = f.conn.Delete(path, -1)
 }
 
+// watchesPerInterface is what the default discovery (auto) watches for an
+// interface: its providers, configurators and mapping nodes.
+const watchesPerInterface = 3
+
 // serverWatches is the private server's count of watches (mntr's
 // zk_watch_count: data, exists and child watches of every session; the
 // wchc/wchp listings leave child watches out).
@@ -141,6 +147,12 @@ func (f *zkFixture) serverWatches(t *testing.T) int {
 // zkGatewayYAML is a gateway on the fixture's root with a getUser route
 // and the pass-through, both on the demo interface.
 func (f *zkFixture) gatewayYAML(extra string) string {
+	return f.gatewayYAMLWith("", extra)
+}
+
+// gatewayYAMLWith is gatewayYAML with extra settings of the registry
+// (indented four spaces).
+func (f *zkFixture) gatewayYAMLWith(registryExtra, extra string) string {
 	return fmt.Sprintf(`
 registries:
   zk:
@@ -150,6 +162,7 @@ registries:
     session_timeout: 10s
     release_after: 500ms
     startup_wait: 2s
+%s
 routes:
   - name: get-user
     match: {methods: [GET], path: "/api/users/{id}"}
@@ -161,22 +174,125 @@ routes:
   - name: generic
     match: {methods: [POST], path: "/dubbo/{interface}/{method}"}
     dubbo: {registry: zk, passthrough: {allow: [com.example.demo.*]}}
-%s`, f.addr, f.root, extra)
+%s`, f.addr, f.root, registryExtra, extra)
+}
+
+// provideApp registers addr as an instance of application app serving
+// iface (version and group from params' "version" and "group"), as Dubbo
+// 3's application-level discovery does with remote metadata: the mapping
+// node of iface names app, the instance node (ephemeral, of the fixture's
+// session) under the fixture's services root (/<root>/<app>, as with a
+// registry group) carries revision rev, and /<root>/<app>/<rev> holds the
+// metadata. It returns the instance node's path.
+func (f *zkFixture) provideApp(t *testing.T, app, iface, addr, rev string, params map[string]string) string {
+	t.Helper()
+	host, portText, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portText)
+	svc := map[string]any{"name": iface, "protocol": "dubbo", "port": port, "path": iface, "params": params,
+		"group": params["group"], "version": params["version"]}
+	key := iface + ":dubbo"
+	if v := params["version"]; v != "" {
+		key = iface + ":" + v + ":dubbo"
+	}
+	if g := params["group"]; g != "" {
+		key = g + "/" + key
+	}
+	meta, _ := json.Marshal(map[string]any{"app": app, "revision": rev, "services": map[string]any{key: svc}})
+	endpoints, _ := json.Marshal([]map[string]any{{"port": port, "protocol": "dubbo"}})
+	inst, _ := json.Marshal(map[string]any{"name": app, "id": addr, "address": host, "port": port,
+		"payload": map[string]any{"metadata": map[string]string{
+			"dubbo.endpoints": string(endpoints), "dubbo.metadata.revision": rev, "dubbo.metadata.storage-type": "remote"}}})
+	f.ensure(t, "/"+f.root+"/"+app)
+	if _, err := f.conn.Create("/"+f.root+"/"+app+"/"+rev, meta, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		t.Fatal(err)
+	}
+	mapping := "/" + f.root + "/mapping/" + iface
+	f.ensure(t, "/"+f.root+"/mapping")
+	if _, err := f.conn.Create(mapping, []byte(app), 0, zk.WorldACL(zk.PermAll)); errors.Is(err, zk.ErrNodeExists) {
+		old, st, err := f.conn.Get(mapping)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(strings.Split(string(old), ","), app) {
+			if _, err := f.conn.Set(mapping, []byte(string(old)+","+app), st.Version); err != nil {
+				t.Fatal(err)
+			}
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	path := "/" + f.root + "/" + app + "/" + addr
+	if _, err := f.conn.Create(path, inst, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestSeedIncidentZooKeeper is seed incident 000 against a real
-// ZooKeeper: 100,000 requests, concurrent, to routes whose service has no
-// provider leave exactly one subscription, one reference and the watches of
-// one interface, with the heap and the goroutine count flat; when a
-// provider registers, the same route answers 200 within 2 s.
+// ZooKeeper, for the default discovery (interface and application level)
+// and application level alone: 100,000 requests, concurrent, to routes
+// whose service has no provider (nor mapping node) leave exactly one
+// subscription, one reference and the watches of one interface, with the
+// heap and the goroutine count flat; when a provider registers (at
+// interface level for auto, application level for application), the same
+// route answers 200 within 2 s, and the watches are those of one
+// interface (and, at application level, one application and its one
+// instance).
 func TestSeedIncidentZooKeeper(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 requests")
 	}
-	f, _ := newPrivateZKFixture(t)
-	tg := startGW(t, f.gatewayYAML(""))
-	h := tg.Gateway // requests go straight to the handler: the socket layer is not under test
+	for _, tc := range []struct {
+		discovery              string
+		watches, watchesServed int
+		what                   string
+	}{
+		{"auto", 3, 3, "providers, configurators, mapping"},
+		{"application", 1, 3, "mapping; then the application and its instance"},
+	} {
+		t.Run(tc.discovery, func(t *testing.T) {
+			f, _ := newPrivateZKFixture(t)
+			tg := startGW(t, f.gatewayYAMLWith("    discovery: "+tc.discovery, ""))
+			seedIncident000(t, f, tg, tc.watches, tc.what)
 
+			// A provider registers: the same route answers without a restart.
+			provider := startProvider(t)
+			if tc.discovery == "application" {
+				f.provideApp(t, "demo-app", "com.example.demo.UserService", provider, "1", map[string]string{"methods": "getUser,listUsers"})
+			} else {
+				f.provide(t, "com.example.demo.UserService", provider, "&methods=getUser,listUsers")
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				w := httptest.NewRecorder()
+				tg.ServeHTTP(w, httptest.NewRequest("GET", "/api/users/42", nil))
+				if w.Code == http.StatusOK {
+					if !strings.Contains(w.Body.String(), `"id":"42"`) {
+						t.Fatalf("answer %s", w.Body)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("still %d %s 2s after a provider registered", w.Code, w.Body)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if st := tg.table.Load().registries["zk"].Status(); st.Subscriptions != 1 || st.Watches != tc.watchesServed {
+				t.Errorf("after the provider came: %+v; want %d watches", st, tc.watchesServed)
+			}
+			if n := f.serverWatches(t); n != tc.watchesServed {
+				t.Errorf("after the provider came ZooKeeper holds %d watches; want %d", n, tc.watchesServed)
+			}
+		})
+	}
+}
+
+// seedIncident000 sends 100,000 requests, concurrent, to the getUser route
+// and the pass-through of a service without provider, and checks what
+// they leave: one subscription with the given watches, one reference, a
+// flat heap and goroutine count.
+func seedIncident000(t *testing.T, f *zkFixture, tg *testGW, watches int, what string) {
+	h := tg.Gateway // requests go straight to the handler: the socket layer is not under test
 	call := func(i int) int {
 		var req *http.Request
 		if i%2 == 0 {
@@ -226,39 +342,14 @@ func TestSeedIncidentZooKeeper(t *testing.T) {
 	}
 	tab := tg.table.Load()
 	st := tab.registries["zk"].Status()
-	if st.Subscriptions != 1 || st.Watches != 2 {
-		t.Errorf("registry status %+v: want 1 subscription and 2 watches (providers, configurators)", st)
+	if st.Subscriptions != 1 || st.Watches != watches {
+		t.Errorf("registry status %+v: want 1 subscription and %d watches (%s)", st, watches, what)
 	}
 	if n := tab.references["zk"].Len(); n != 1 {
 		t.Errorf("%d references, want 1 (route and pass-through share (service, timeout))", n)
 	}
-	if n := f.serverWatches(t); n != 2 {
-		t.Errorf("ZooKeeper holds %d watches; want 2 (the interface's providers and configurators)", n)
-	}
-
-	// A provider registers: the same route answers without a restart.
-	provider := startProvider(t)
-	f.provide(t, "com.example.demo.UserService", provider, "&methods=getUser,listUsers")
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("GET", "/api/users/42", nil))
-		if w.Code == http.StatusOK {
-			if !strings.Contains(w.Body.String(), `"id":"42"`) {
-				t.Fatalf("answer %s", w.Body)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still %d %s 2s after a provider registered", w.Code, w.Body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if st := tab.registries["zk"].Status(); st.Subscriptions != 1 || st.Watches != 2 {
-		t.Errorf("after the provider came: %+v", st)
-	}
-	if n := f.serverWatches(t); n != 2 {
-		t.Errorf("after the provider came ZooKeeper holds %d watches; want 2", n)
+	if n := f.serverWatches(t); n != watches {
+		t.Errorf("ZooKeeper holds %d watches; want %d (%s)", n, watches, what)
 	}
 }
 
@@ -308,7 +399,7 @@ func TestZooKeeperProviderGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(services.Registries) != 1 || services.Registries[0].Type != "zookeeper" || services.Registries[0].State != "connected" ||
-		services.Registries[0].Subscriptions != 1 || services.Registries[0].Watches != 2 || services.Registries[0].References != 1 {
+		services.Registries[0].Subscriptions != 1 || services.Registries[0].Watches != watchesPerInterface || services.Registries[0].References != 1 {
 		t.Errorf("admin registries: %+v", services.Registries)
 	}
 	if s := services.Services; len(s) != 1 || s[0].State != "ok" || len(s[0].Providers) != 1 || s[0].Providers[0].Address != provider ||
@@ -316,7 +407,7 @@ func TestZooKeeperProviderGone(t *testing.T) {
 		t.Errorf("admin services: %+v", s)
 	}
 	m := do(t, "GET", tg.admin+"/metrics", nil).body
-	for _, want := range []string{`dubbogw_registry_subscriptions{registry="zk"} 1`, `dubbogw_registry_watches{registry="zk"} 2`,
+	for _, want := range []string{`dubbogw_registry_subscriptions{registry="zk"} 1`, fmt.Sprintf(`dubbogw_registry_watches{registry="zk"} %d`, watchesPerInterface),
 		`dubbogw_references{registry="zk"} 1`, `dubbogw_providers{registry="zk",service="com.example.demo.UserService"} 1`,
 		`dubbogw_registry_connected{registry="zk"} 1`, `dubbogw_registry_registered_consumers{registry="zk"} 1`} {
 		if !strings.Contains(m, want) {
@@ -418,11 +509,11 @@ func TestZooKeeperReloadDiffsSubscriptions(t *testing.T) {
 	for {
 		st := tab.registries["zk"].Status()
 		n := f.serverWatches(t)
-		if st.Subscriptions == 3 && st.Watches == 6 && st.OrphanWatches == 0 && n == 6 {
+		if st.Subscriptions == 3 && st.Watches == 3*watchesPerInterface && st.OrphanWatches == 0 && n == 3*watchesPerInterface {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the reload: status %+v, ZooKeeper holds %d watches; want the 3 live services' 6", st, n)
+			t.Fatalf("after the reload: status %+v, ZooKeeper holds %d watches; want the 3 live services' %d", st, n, 3*watchesPerInterface)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -593,7 +684,7 @@ routes:
 	if n := failures.Load(); n > 0 {
 		t.Errorf("%d requests failed during churn; first: %v", n, firstFailure.Load())
 	}
-	if st := tg.table.Load().registries["zk"].Status(); st.Watches != 2 || st.Subscriptions != 1 {
+	if st := tg.table.Load().registries["zk"].Status(); st.Watches != watchesPerInterface || st.Subscriptions != 1 {
 		t.Errorf("registry after churn: %+v", st)
 	}
 	var total int64
@@ -607,7 +698,7 @@ routes:
 // unreachable long enough for the session to expire, then comes back; later
 // it is restarted. Requests never fail and providers never drop to zero;
 // /readyz stays 200 and says degraded meanwhile; after each outage the
-// subscription is back exactly once (the server holds its two watches).
+// subscription is back exactly once (the server holds its three watches).
 func TestZooKeeperOutagesUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out a session expiry")
@@ -673,7 +764,7 @@ routes:
 		}
 	}
 	healthy := func(st registryStatus) bool {
-		return st.State == "connected" && st.Watches == 2 && st.Subscriptions == 1
+		return st.State == "connected" && st.Watches == watchesPerInterface && st.Subscriptions == 1
 	}
 	waitFor("the first session", healthy)
 
@@ -684,8 +775,8 @@ routes:
 	time.Sleep(3 * time.Second) // > session_timeout: the server expires the session
 	proxy.Resume()
 	waitFor("a new session", func(st registryStatus) bool { return healthy(st) && st.SessionExpiries == 1 })
-	if n := f.serverWatches(t); n != 2 {
-		t.Errorf("after the session expiry ZooKeeper holds %d watches; want 2", n)
+	if n := f.serverWatches(t); n != watchesPerInterface {
+		t.Errorf("after the session expiry ZooKeeper holds %d watches; want %d", n, watchesPerInterface)
 	}
 
 	// 2. ZooKeeper restarts.
@@ -694,8 +785,8 @@ routes:
 	degradedReady()
 	srv.Start()
 	waitFor("the session back", healthy)
-	if n := f.serverWatches(t); n != 2 {
-		t.Errorf("after the restart ZooKeeper holds %d watches; want 2", n)
+	if n := f.serverWatches(t); n != watchesPerInterface {
+		t.Errorf("after the restart ZooKeeper holds %d watches; want %d", n, watchesPerInterface)
 	}
 	if r := do(t, "GET", tg.admin+"/readyz", nil); r.status != 200 || strings.Contains(r.body, "degraded") {
 		t.Errorf("readyz after the outages: %d %s", r.status, r.body)

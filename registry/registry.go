@@ -88,6 +88,16 @@ type Status struct {
 	SessionRecycles uint64 `json:"session_recycles"`
 	// Registered counts consumer nodes the gateway has registered.
 	Registered int `json:"registered"`
+	// Applications and Instances count the applications watched for
+	// application-level discovery and their instances (those whose node
+	// could be parsed).
+	Applications int `json:"applications,omitempty"`
+	Instances    int `json:"instances,omitempty"`
+	// MetadataFetches counts fetches of instance metadata, MetadataFailures
+	// those that failed; MetadataCached is the entries cached.
+	MetadataFetches  uint64 `json:"metadata_fetches,omitempty"`
+	MetadataFailures uint64 `json:"metadata_failures,omitempty"`
+	MetadataCached   int    `json:"metadata_cached,omitempty"`
 }
 
 // Directory states, as DirectoryStatus.State reports them.
@@ -110,13 +120,32 @@ type DirectoryStatus struct {
 type ProviderStatus struct {
 	Addr   string `json:"address"`
 	Weight int    `json:"weight"`
+	ProviderOrigin
+}
+
+// Where a provider was found, as ProviderOrigin.Source says it.
+const (
+	SourceInterface   = "interface"   // an interface-level providers node
+	SourceApplication = "application" // an application instance and its metadata
+	SourceBoth        = "both"        // both, the application-level data preferred
+)
+
+// ProviderOrigin says where a registry found a provider; registries that
+// have only one kind of source leave it empty.
+type ProviderOrigin struct {
+	Source string `json:"source,omitempty"`
+	// App and Revision name the application instance's metadata, for the
+	// sources application and both.
+	App      string `json:"app,omitempty"`
+	Revision string `json:"revision,omitempty"`
 }
 
 // Directory is the current provider list of one service.
 type Directory struct {
 	key       ServiceKey
 	providers atomic.Pointer[[]*cluster.Provider]
-	updated   atomic.Int64 // unix nanoseconds of the last set
+	origin    atomic.Pointer[map[string]ProviderOrigin] // by address, for the admin API
+	updated   atomic.Int64                              // unix nanoseconds of the last set
 	stale     atomic.Bool
 	readyOnce sync.Once
 	ready     chan struct{}
@@ -173,6 +202,23 @@ func (d *Directory) Set(ps []*cluster.Provider) {
 	d.updated.Store(time.Now().UnixNano())
 	d.stale.Store(false)
 	d.markReady()
+}
+
+// setWithOrigins is Set, recording where each provider was found.
+func (d *Directory) setWithOrigins(ps []*cluster.Provider, origins map[string]ProviderOrigin) {
+	d.origin.Store(&origins)
+	d.Set(ps)
+}
+
+// Origin says where the registry found the provider at addr (empty when
+// the registry does not say).
+func (d *Directory) Origin(addr string) ProviderOrigin { return d.origins()[addr] }
+
+func (d *Directory) origins() map[string]ProviderOrigin {
+	if m := d.origin.Load(); m != nil {
+		return *m
+	}
+	return nil
 }
 
 // MarkStale says the registry cannot be reached: the last known providers
@@ -301,7 +347,7 @@ func (s *Directories) Status() []DirectoryStatus {
 		st := DirectoryStatus{Service: e.dir.key.String(), State: e.dir.State(), Refs: e.refs,
 			Updated: e.dir.Updated(), Providers: []ProviderStatus{}}
 		for _, p := range e.dir.Providers() {
-			st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Weight: p.Weight})
+			st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Weight: p.Weight, ProviderOrigin: e.dir.Origin(p.Addr)})
 		}
 		out = append(out, st)
 	}

@@ -54,33 +54,79 @@ type ZooKeeperOptions struct {
 	// Username and Password, when set, authenticate the session with the
 	// digest scheme.
 	Username, Password string
+	// Discovery says which of Dubbo's registration layouts are read:
+	// DiscoveryInterface (the providers nodes under Root), DiscoveryApplication
+	// (Dubbo 3's mapping nodes, application instances and their metadata)
+	// or DiscoveryAuto (the default: both, merged by address, the
+	// application-level data preferred where both have a provider, as
+	// Dubbo's application-first migration does).
+	Discovery string
+	// ServicesRoot is where application instances are registered:
+	// <ServicesRoot>/<app>/<ip:port>. Default "/services" with the default
+	// Root, else "/<Root>": as in Dubbo (Java and Go), a registry group
+	// replaces both roots, and the instances of an application then share
+	// /<group>/<app> with its remote metadata nodes.
+	ServicesRoot string
+	// Metadata fetches the metadata of an instance that keeps it itself
+	// (storage "local": its MetadataService); without it such instances
+	// are skipped. Metadata stored remotely is read from ZooKeeper.
+	Metadata MetadataFetcher
+	// MetadataTimeout bounds one metadata fetch. Default 3s.
+	MetadataTimeout time.Duration
+	// MetadataConcurrency bounds the fetches under way. Default 8.
+	MetadataConcurrency int
+	// MetadataCache bounds the metadata entries kept (per instance and
+	// revision) beyond those live instances use. Default 1024.
+	MetadataCache int
 	// Logger logs connection changes, skipped URLs and failed operations.
 	// Default slog.Default().
 	Logger *slog.Logger
 }
 
-// ZooKeeper is a Registry reading Dubbo's interface-level layout in
-// ZooKeeper:
+// Discovery modes, ZooKeeperOptions.Discovery.
+const (
+	DiscoveryInterface   = "interface"
+	DiscoveryApplication = "application"
+	DiscoveryAuto        = "auto"
+)
+
+// MetadataFetcher calls an instance's MetadataService:
+// getMetadataInfo(inst.Revision) on inst.MetadataServiceAddr(), group
+// inst.MetadataServiceGroup(), version 1.0.0. It must return by ctx's
+// deadline.
+type MetadataFetcher func(ctx context.Context, inst *Instance) (*MetadataInfo, error)
+
+// ZooKeeper is a Registry reading Dubbo's layouts in ZooKeeper, the
+// interface-level one:
 //
 //	/<root>/<interface>/providers/<URL-encoded provider URL>
 //	/<root>/<interface>/configurators/<URL-encoded override URL>
 //	/<root>/<interface>/consumers/<URL-encoded consumer URL>   (Register)
 //
+// and Dubbo 3's application-level one (see zookeeper_apps.go):
+//
+//	/<root>/mapping/<interface>            "app1,app2"
+//	<services root>/<app>/<ip:port>         the instance, with its metadata's revision
+//
 // Every service key (group, version) of an interface shares the one watch on
-// its providers node and the one on its configurators node; a directory per
-// key is built from them. A single worker goroutine does all the ZooKeeper
+// its providers node, the one on its configurators node and the one on its
+// mapping node; an application is watched once for every interface that
+// names it; a directory per key is built from them. A single worker goroutine does all the ZooKeeper
 // work: Subscribe and the directory callbacks only record what changed and
 // nudge it, so no caller ever waits for ZooKeeper, and however often a key
 // is asked for, its interface is watched once. Watches of released
 // interfaces are cleared by recycling the session (see WatchGC).
 type ZooKeeper struct {
-	opts    ZooKeeperOptions
-	root    string // "/dubbo"
-	log     *slog.Logger
-	hooks   zkHooks
-	dirs    Directories
-	worker  *zkWorker
-	current atomic.Pointer[zkClient] // the client in use, for sessionID
+	opts         ZooKeeperOptions
+	root         string          // "/dubbo"
+	servicesRoot string          // "/services"
+	ctx          context.Context // ends at Close: metadata fetches use it
+	cancel       context.CancelFunc
+	log          *slog.Logger
+	hooks        zkHooks
+	dirs         Directories
+	worker       *zkWorker
+	current      atomic.Pointer[zkClient] // the client in use, for sessionID
 
 	nudge      chan struct{} // capacity 1: the worker has something to look at
 	quit       chan struct{} // closed by Close
@@ -203,23 +249,52 @@ func newZooKeeper(opts ZooKeeperOptions, hooks zkHooks) (*ZooKeeper, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	switch opts.Discovery {
+	case "":
+		opts.Discovery = DiscoveryAuto
+	case DiscoveryInterface, DiscoveryApplication, DiscoveryAuto:
+	default:
+		return nil, fmt.Errorf("zookeeper registry: discovery %q: want interface, application or auto", opts.Discovery)
+	}
+	servicesRoot := "/" + strings.Trim(opts.ServicesRoot, "/")
+	switch {
+	case servicesRoot != "/":
+	case root == "dubbo":
+		servicesRoot = "/services"
+	default:
+		servicesRoot = "/" + root // a registry group replaces both roots, as Dubbo does
+	}
+	if opts.MetadataTimeout <= 0 {
+		opts.MetadataTimeout = 3 * time.Second
+	}
+	if opts.MetadataConcurrency <= 0 {
+		opts.MetadataConcurrency = 8
+	}
+	if opts.MetadataCache <= 0 {
+		opts.MetadataCache = 1024
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	z := &ZooKeeper{
-		opts:       opts,
-		root:       "/" + root,
-		log:        opts.Logger.With("registry", "zookeeper"),
-		hooks:      hooks,
-		nudge:      make(chan struct{}, 1),
-		quit:       make(chan struct{}),
-		workerDone: make(chan struct{}),
-		want:       make(map[string]map[ServiceKey]*Directory),
-		changed:    make(map[string]struct{}),
-		status:     Status{Type: "zookeeper", State: StateConnecting},
+		opts:         opts,
+		root:         "/" + root,
+		servicesRoot: servicesRoot,
+		ctx:          ctx,
+		cancel:       cancel,
+		log:          opts.Logger.With("registry", "zookeeper"),
+		hooks:        hooks,
+		nudge:        make(chan struct{}, 1),
+		quit:         make(chan struct{}),
+		workerDone:   make(chan struct{}),
+		want:         make(map[string]map[ServiceKey]*Directory),
+		changed:      make(map[string]struct{}),
+		status:       Status{Type: "zookeeper", State: StateConnecting},
 	}
 	z.dirs.Grace = opts.Grace
 	z.dirs.OnFirst = z.onFirst
 	z.dirs.OnLast = z.onLast
 	client, err := z.connect()
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("zookeeper registry: %w", err)
 	}
 	z.current.Store(client)
@@ -266,6 +341,9 @@ func (z *ZooKeeper) awaitClient(c *zkClient) {
 	}
 }
 
+func (z *ZooKeeper) interfaceLevel() bool   { return z.opts.Discovery != DiscoveryApplication }
+func (z *ZooKeeper) applicationLevel() bool { return z.opts.Discovery != DiscoveryInterface }
+
 // sessionID is the session of the client in use.
 func (z *ZooKeeper) sessionID() int64 { return z.current.Load().conn.SessionID() }
 
@@ -304,6 +382,7 @@ func (z *ZooKeeper) Close() error {
 	z.closeOnce.Do(func() {
 		z.closed.Store(true)
 		z.dirs.Close()
+		z.cancel()
 		close(z.quit)
 		<-z.workerDone
 		// Closing the clients (the one in use, and the one a recycle was

@@ -262,6 +262,11 @@ func startRegistryWith(t *testing.T, opts ZooKeeperOptions, extra zkHooks) *test
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)
 	}
+	if opts.Discovery == "" {
+		// The tests written for the interface-level layout count its
+		// watches; those of application-level discovery say their mode.
+		opts.Discovery = DiscoveryInterface
+	}
 	z, err := newZooKeeper(opts, zkHooks{
 		stepped: func() {
 			select {

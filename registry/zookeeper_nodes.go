@@ -23,6 +23,9 @@ type providerNode struct {
 	url        *ProviderURL      // the decoded URL
 	provider   *cluster.Provider // as the URL says, before overrides
 	host, port string
+	// app and revision name the application instance metadata the node
+	// was made from; empty for an interface-level node.
+	app, revision string
 }
 
 // parseProviderNode parses a child of a providers node. It returns nil and
@@ -40,6 +43,12 @@ func parseProviderNode(name string) (*providerNode, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
+	return newProviderNode(name, u)
+}
+
+// newProviderNode checks that this gateway can call the provider u names
+// and parses it; name identifies it among the nodes of an interface.
+func newProviderNode(name string, u *ProviderURL) (*providerNode, string) {
 	if u.Protocol != "dubbo" {
 		return nil, fmt.Sprintf("protocol %q: only dubbo is spoken", u.Protocol)
 	}
@@ -157,12 +166,20 @@ func sortOverrides(list []*override) {
 	})
 }
 
-// sortProviderNodes orders nodes by address, then name, so that a snapshot
-// is sorted by address and the same URL wins a duplicate address each time.
+// sortProviderNodes orders nodes by address, then application-level nodes
+// before interface-level ones, then by name, so that a snapshot is sorted
+// by address and the same node wins a duplicate address each time: the
+// application-level one, as in Dubbo's application-first migration.
 func sortProviderNodes(ns []*providerNode) {
 	slices.SortFunc(ns, func(a, b *providerNode) int {
 		if c := strings.Compare(a.url.Addr, b.url.Addr); c != 0 {
 			return c
+		}
+		if (a.app == "") != (b.app == "") {
+			if a.app != "" {
+				return -1
+			}
+			return 1
 		}
 		return strings.Compare(a.name, b.name)
 	})

@@ -67,7 +67,7 @@ func (w *zkWorker) pending() bool {
 	return false
 }
 
-// countWatches counts the armed watches of live interfaces and those of
+// countWatches counts the armed watches of live nodes and those of
 // released ones (orphans).
 func (w *zkWorker) countWatches() (live, orphans int) {
 	for _, pw := range w.watches {
@@ -83,7 +83,7 @@ func (w *zkWorker) countWatches() (live, orphans int) {
 }
 
 // recycle moves to w.next, whose session is up: it arms the live
-// interfaces' watches on it and lists them, moves the registered consumer
+// nodes' watches on it and reads them, moves the registered consumer
 // nodes to it, then switches to it and closes the old client. A connection
 // problem of the new client gives the recycle up, the old client staying
 // in use; another problem (an interface that cannot be listed, a consumer
@@ -103,23 +103,22 @@ func (w *zkWorker) recycle() {
 		}
 	}
 
-	type listing struct {
-		s    *ifaceState
-		kind int
-		res  opResult
+	type reading struct {
+		pw  *pathWatch
+		res opResult
 	}
-	listings := make([]listing, 0, 2*len(w.ifaces))
-	for _, s := range w.ifaces {
-		for kind, pw := range s.paths {
-			path := pw.path
-			r, ok := w.call(recycleOp{}, nil, 0, func() opResult { return watchChildren(next.conn, path) })
-			r.err = recycleErr(r, ok)
-			if isConnectionError(r.err) {
-				w.abandonRecycle(fmt.Sprintf("listing %s: %v", path, r.err))
-				return
-			}
-			listings = append(listings, listing{s, kind, r})
+	readings := make([]reading, 0, len(w.watches))
+	for _, pw := range w.watches {
+		if !pw.live {
+			continue
 		}
+		r, ok := w.call(recycleOp{}, nil, 0, readOp(next.conn, pw.path, pw.data(), true))
+		r.err = recycleErr(r, ok)
+		if isConnectionError(r.err) {
+			w.abandonRecycle(fmt.Sprintf("reading %s: %v", pw.path, r.err))
+			return
+		}
+		readings = append(readings, reading{pw, r})
 	}
 
 	moved := make(map[*consumerNode]bool, len(w.consumers))
@@ -156,23 +155,29 @@ func (w *zkWorker) recycle() {
 		pw.token++
 		w.forget(pw) // an orphan: gone with the old session
 	}
-	for _, l := range listings {
-		pw := l.s.paths[l.kind]
-		if l.res.err != nil {
-			l.s.need[l.kind], l.s.listed[l.kind] = true, false
+	for _, r := range readings {
+		pw := r.pw
+		if r.res.err != nil {
+			pw.need, pw.read = true, false
 			continue
 		}
-		pw.armed = true
-		w.forwardWatch(pw, pw.token, l.res.watch)
-		l.s.need[l.kind], l.s.listed[l.kind] = false, true
-		w.setListing(l.s, l.kind, l.res)
-	}
-	for _, s := range w.ifaces {
-		if s.listed == [2]bool{true, true} {
-			s.failed = false
-			w.publish(s) // sets only the directories whose providers changed, or not current
+		if r.res.watch != nil {
+			pw.armed = true
+			w.forwardWatch(pw, pw.token, r.res.watch)
 		}
+		if !pw.live {
+			continue // dropped by an earlier reading's take (a mapping that changed meanwhile)
+		}
+		pw.need, pw.read = false, true
+		w.take(pw, r.res)
 	}
+	// Publishing sets only the directories whose providers changed, or not
+	// current; nodes the readings made needed (new applications,
+	// instances) are read by the next step.
+	for _, s := range w.ifaces {
+		w.dirty[s] = struct{}{}
+	}
+	w.publishDirty()
 	for _, c := range w.consumers {
 		if c.registered && !moved[c] {
 			c.registered = false

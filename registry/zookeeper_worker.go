@@ -39,10 +39,13 @@ import (
 // throughout: nothing is marked stale, and a listing that did not change
 // publishes nothing.
 
-// Kinds of the two watched nodes of an interface, indexes of ifaceState's arrays.
+// Kinds of watched nodes, pathWatch.kind.
 const (
-	nodeProviders = iota
-	nodeConfigurators
+	nodeProviders     = iota // children of /<root>/<interface>/providers
+	nodeConfigurators        // children of /<root>/<interface>/configurators
+	nodeMapping              // data of /<root>/mapping/<interface>: the applications serving it
+	nodeApp                  // children of <services>/<app>: the application's instances
+	nodeInstance             // data of <services>/<app>/<instance>: one instance
 )
 
 const (
@@ -64,8 +67,16 @@ type zkWorker struct {
 	helpers sync.WaitGroup  // goroutines running an operation or waiting for its watch
 
 	ifaces    map[string]*ifaceState
-	watches   map[string]*pathWatch // by path, also those of released interfaces until they fire
+	apps      map[string]*appState  // applications named by the mapping nodes of live interfaces
+	watches   map[string]*pathWatch // by path, also those of released nodes until they fire
 	consumers map[ServiceKey]*consumerNode
+	dirty     map[*ifaceState]struct{} // interfaces to publish again
+
+	meta         map[metaKey]*metaEntry // instance metadata by instance and revision, bounded
+	metaDone     chan metaResult        // fetches' results
+	fetching     int                    // fetches under way
+	metaFetches  uint64
+	metaFailures uint64
 
 	established   uint64 // sessionEvents.established last handled
 	sessionID     int64
@@ -78,6 +89,7 @@ type zkWorker struct {
 	lastErr       string
 	backoff       time.Duration
 	retry         *time.Timer
+	retryAt       time.Time // when retry fires, zero when stopped
 
 	next         *zkClient // a client a session recycle is readying, or nil
 	nextDeadline time.Time // when the recycle gives up waiting for next's session
@@ -88,16 +100,20 @@ type zkWorker struct {
 
 // ifaceState is what the worker knows of one interface with live directories.
 type ifaceState struct {
-	name   string
-	dirs   map[ServiceKey]*Directory
-	paths  [2]*pathWatch
-	need   [2]bool // the node must be listed (again)
-	listed [2]bool // the node was listed since the session was last (re)established
-	failed bool    // the last listing failed: directories are stale
-	retry  time.Time
+	name string
+	dirs map[ServiceKey]*Directory
+	// paths are the nodes read for the interface: providers and
+	// configurators (interface-level discovery), mapping (application
+	// level), as the registry's discovery mode says.
+	paths     []*pathWatch
+	mapping   *pathWatch // nil without application-level discovery
+	failed    bool       // the last read of one of paths failed: directories are stale
+	published bool       // directories were set once: later changes publish at once
 	// hasProviders is true once a listing found the providers node: only
 	// then are consumer nodes registered under the interface.
 	hasProviders bool
+	// apps are the applications the mapping node names, sorted.
+	apps []string
 
 	providerNodes map[string]*providerNode // by child name; nil for a skipped child
 	nodes         []*providerNode          // the usable ones, by address
@@ -106,21 +122,30 @@ type ifaceState struct {
 	reweighted    map[overridden]*cluster.Provider
 }
 
-// pathWatch is the watch on one node. go-zookeeper cannot remove a watch
-// from the server: when an interface is released its watches are
-// "dropped" by no longer re-arming them — the record stays until the watch
-// fires, its event is ignored, and a new subscription meanwhile reuses it.
+// pathWatch is one node the worker reads and watches. go-zookeeper cannot
+// remove a watch from the server: when a node is no longer needed its
+// watch is "dropped" by no longer re-arming it — the record stays until the
+// watch fires, its event is ignored, and a new subscription meanwhile
+// reuses it.
 //
 // An armed record that is not live is an orphan: a session recycle clears it.
 type pathWatch struct {
 	path  string
-	iface string
 	kind  int
-	live  bool   // an interface state holds it: re-arm it when it fires
+	owner string // the interface (providers, configurators, mapping) or the application (app, instance)
+	child string // the instance's node name (instance)
+	live  bool   // a state holds it: read it when needed, re-arm it when it fires
 	armed bool   // a watch is set (in the client in use and on the server)
 	busy  bool   // an operation on the path is in the client (still, if the worker gave up on it)
 	token uint64 // identifies the watch call armed last
+	need  bool   // the node must be read (again)
+	read  bool   // the node was read since the session was last (re)established
+	retry time.Time
 }
+
+// data reports whether the node's data is read (and watched), rather than
+// its children.
+func (pw *pathWatch) data() bool { return pw.kind == nodeMapping || pw.kind == nodeInstance }
 
 // consumerNode is the gateway's registration as a consumer of one key.
 type consumerNode struct {
@@ -136,7 +161,8 @@ type consumerNode struct {
 // opResult is what one ZooKeeper operation returns to the worker.
 type opResult struct {
 	children []string
-	exists   bool            // a listing found the node
+	data     []byte
+	exists   bool            // a read found the node
 	watch    <-chan zk.Event // set when the operation set a watch
 	err      error
 }
@@ -169,8 +195,12 @@ func newZKWorker(z *ZooKeeper, client *zkClient) *zkWorker {
 		late:      make(chan lateResult),
 		fired:     make(chan firedWatch),
 		ifaces:    make(map[string]*ifaceState),
+		apps:      make(map[string]*appState),
 		watches:   make(map[string]*pathWatch),
 		consumers: make(map[ServiceKey]*consumerNode),
+		dirty:     make(map[*ifaceState]struct{}),
+		meta:      make(map[metaKey]*metaEntry),
+		metaDone:  make(chan metaResult),
 		backoff:   minBackoff,
 	}
 }
@@ -196,9 +226,12 @@ func (w *zkWorker) run() {
 			w.onLate(r)
 		case f := <-w.fired:
 			w.onFired(f)
+		case m := <-w.metaDone:
+			w.onMetadata(m)
 		case <-firstSession.C:
 			w.onNoFirstSession()
 		case <-w.retry.C:
+			w.retryAt = time.Time{}
 		case <-w.gc.C:
 		}
 	}
@@ -220,7 +253,9 @@ func (w *zkWorker) step() {
 	w.syncSubscriptions()
 	if w.connected {
 		w.work()
+		w.fetchDue()
 	}
+	w.publishDirty()
 	w.collectOrphans()
 	w.publishStatus()
 	if w.hooks.stepped != nil {
@@ -253,10 +288,11 @@ func (w *zkWorker) syncSession() {
 		w.lastErr = ""
 		// The client re-sends its watches on a reconnection (SetWatches),
 		// and the server fires those whose node changed meanwhile; but the
-		// client only logs it when that request fails. List everything once.
-		for _, s := range w.ifaces {
-			s.need = [2]bool{true, true}
-			s.retry = time.Time{}
+		// client only logs it when that request fails. Read everything once.
+		for _, pw := range w.watches {
+			if pw.live {
+				pw.need, pw.retry = true, time.Time{}
+			}
 		}
 		return
 	}
@@ -265,9 +301,12 @@ func (w *zkWorker) syncSession() {
 		w.z.unreachable.Store(true)
 		w.lastErr = "connection to ZooKeeper lost (" + ev.state.String() + ")"
 		w.z.log.Warn("lost ZooKeeper: serving the last known providers", "state", ev.state.String())
+		for _, pw := range w.watches {
+			if pw.live {
+				pw.need, pw.read = true, false
+			}
+		}
 		for _, s := range w.ifaces {
-			s.listed = [2]bool{}
-			s.need = [2]bool{true, true}
 			s.markStale()
 		}
 	}
@@ -362,8 +401,12 @@ func (w *zkWorker) reconcile(name string, want map[ServiceKey]*Directory) {
 		w.dropIface(s)
 		return
 	}
-	if added && w.connected && s.listed == [2]bool{true, true} && !s.failed {
-		w.publish(s)
+	if added && w.connected && !s.failed {
+		if w.settled(s) {
+			w.publish(s) // the new directories answer at once, before any read
+		} else {
+			w.dirty[s] = struct{}{}
+		}
 	}
 }
 
@@ -375,31 +418,50 @@ func (w *zkWorker) newIface(name string) *ifaceState {
 	s := &ifaceState{
 		name:          name,
 		dirs:          make(map[ServiceKey]*Directory),
-		need:          [2]bool{true, true},
 		providerNodes: make(map[string]*providerNode),
 		overrideNodes: make(map[string]*override),
 	}
-	for kind, node := range [2]string{nodeProviders: "providers", nodeConfigurators: "configurators"} {
-		path := w.z.root + "/" + name + "/" + node
-		pw := w.watches[path]
-		if pw == nil {
-			pw = &pathWatch{path: path, iface: name, kind: kind}
-			w.watches[path] = pw
-		}
-		pw.live = true
-		s.paths[kind] = pw
+	if w.z.interfaceLevel() {
+		s.paths = append(s.paths,
+			w.watch(w.z.root+"/"+name+"/providers", nodeProviders, name, ""),
+			w.watch(w.z.root+"/"+name+"/configurators", nodeConfigurators, name, ""))
+	}
+	if w.z.applicationLevel() {
+		s.mapping = w.watch(w.z.root+"/mapping/"+name, nodeMapping, name, "")
+		s.paths = append(s.paths, s.mapping)
 	}
 	w.ifaces[name] = s
 	return s
 }
 
-// dropIface stops watching a released interface: its watches are no longer
+// watch returns the live record of path, which must be read: a new one, or
+// the record a released node left (its watch may still be armed).
+func (w *zkWorker) watch(path string, kind int, owner, child string) *pathWatch {
+	pw := w.watches[path]
+	if pw == nil {
+		pw = &pathWatch{path: path}
+		w.watches[path] = pw
+	}
+	pw.kind, pw.owner, pw.child = kind, owner, child
+	pw.live, pw.need, pw.read, pw.retry = true, true, false, time.Time{}
+	w.z.poke() // read it, also when the worker is not in work (a recycle)
+	return pw
+}
+
+// unwatch drops a node nobody needs any more: its watch is no longer
 // re-armed (see pathWatch).
+func (w *zkWorker) unwatch(pw *pathWatch) {
+	pw.live, pw.need, pw.read = false, false, false
+	w.forget(pw)
+}
+
+// dropIface stops watching a released interface.
 func (w *zkWorker) dropIface(s *ifaceState) {
 	for _, pw := range s.paths {
-		pw.live = false
-		w.forget(pw)
+		w.unwatch(pw)
 	}
+	w.setApps(s, nil)
+	delete(w.dirty, s)
 	delete(w.ifaces, s.name)
 }
 
@@ -428,7 +490,7 @@ func (w *zkWorker) unregister(key ServiceKey) {
 	}
 }
 
-// work runs the operations pending, while connected: credentials, listings
+// work runs the operations pending, while connected: credentials, reads
 // and consumer nodes. An item that fails is retried after a backoff; a
 // failure of the connection itself ends the round.
 func (w *zkWorker) work() {
@@ -453,7 +515,7 @@ func (w *zkWorker) work() {
 			w.lastErr = ""
 		}
 		if !next.IsZero() {
-			w.retry.Reset(time.Until(next))
+			w.wakeAt(next)
 		}
 	}()
 
@@ -467,20 +529,28 @@ func (w *zkWorker) work() {
 			return // still in the client; its late result wakes the worker
 		}
 	}
-	for _, s := range w.ifaces {
-		if s.need == [2]bool{} {
-			continue
-		}
-		if now.Before(s.retry) {
-			later(s.retry)
-			continue
-		}
-		if err := w.refresh(s); err != nil {
-			fail(err)
-			s.retry = now.Add(w.backoff)
-			later(s.retry)
-			if isConnectionError(err) {
-				return
+	// Reading a node can make others needed (a mapping names an
+	// application, an application lists instances): read until none is
+	// left but those waiting out a backoff or still in the client.
+	for more := true; more; {
+		more = false
+		for _, pw := range w.watches {
+			if !pw.live || !pw.need || pw.busy {
+				continue
+			}
+			if now.Before(pw.retry) {
+				later(pw.retry)
+				continue
+			}
+			more = true
+			if err := w.read(pw); err != nil {
+				fail(err)
+				pw.retry = now.Add(w.backoff)
+				later(pw.retry)
+				w.readFailed(pw)
+				if isConnectionError(err) {
+					return
+				}
 			}
 		}
 	}
@@ -546,59 +616,116 @@ func (w *zkWorker) authenticate() error {
 	return nil
 }
 
-// refresh lists the nodes of s that need it and publishes the result.
-func (w *zkWorker) refresh(s *ifaceState) error {
-	changed := false
-	for kind, pw := range s.paths {
-		if !s.need[kind] || pw.busy {
-			continue // a given-up operation's late result re-marks the need
-		}
-		r, err := w.list(pw)
-		if err != nil {
-			s.failed = true
-			s.markStale()
-			return fmt.Errorf("listing %s: %w", pw.path, err)
-		}
-		s.need[kind], s.listed[kind], changed = false, true, true
-		w.setListing(s, kind, r)
-	}
-	if changed && s.listed == [2]bool{true, true} {
-		s.failed = false
-		w.publish(s)
-	}
-	return nil
-}
-
-// setListing takes a listing of s's node kind.
-func (w *zkWorker) setListing(s *ifaceState, kind int, r opResult) {
-	if kind == nodeProviders {
-		s.hasProviders = r.exists
-		w.setProviders(s, r.children)
-	} else {
-		w.setOverrides(s, r.children)
-	}
-}
-
-// list returns the children of pw's node (none when it does not exist),
-// arming its watch when none is set.
-func (w *zkWorker) list(pw *pathWatch) (opResult, error) {
+// read reads pw's node (its children or its data; nothing when it does
+// not exist), arming its watch when none is set, and takes the result.
+func (w *zkWorker) read(pw *pathWatch) error {
 	conn, path, arm := w.client.conn, pw.path, !pw.armed
 	if arm {
 		pw.token++
 	}
 	token := pw.token
-	op := func() opResult { return listChildren(conn, path) }
-	if arm {
-		op = func() opResult { return watchChildren(conn, path) }
-	}
 	pw.busy = true
-	r, ok := w.call(pw, pw, token, op)
+	r, ok := w.call(pw, pw, token, readOp(conn, path, pw.data(), arm))
 	if !ok {
-		return opResult{}, errGaveUp
+		return fmt.Errorf("reading %s: %w", path, errGaveUp)
 	}
 	pw.busy = false
 	w.adopt(pw, token, r)
-	return r, r.err
+	if r.err != nil {
+		return fmt.Errorf("reading %s: %w", path, r.err)
+	}
+	pw.need, pw.read = false, true
+	w.take(pw, r)
+	return nil
+}
+
+// readOp is the operation that reads path's children or data, setting a
+// watch when arm is true.
+func readOp(conn *zk.Conn, path string, data, arm bool) func() opResult {
+	switch {
+	case data && arm:
+		return func() opResult { return watchData(conn, path) }
+	case data:
+		return func() opResult { return getData(conn, path) }
+	case arm:
+		return func() opResult { return watchChildren(conn, path) }
+	}
+	return func() opResult { return listChildren(conn, path) }
+}
+
+// readFailed marks the directories that depend on a node that could not be
+// read stale. Nodes of applications are not read for one interface alone:
+// their directories keep what they have while the read is retried.
+func (w *zkWorker) readFailed(pw *pathWatch) {
+	if s := w.ifaces[pw.owner]; s != nil && pw.kind <= nodeMapping {
+		s.failed = true
+		s.markStale()
+	}
+}
+
+// take takes what a read of pw's node found.
+func (w *zkWorker) take(pw *pathWatch, r opResult) {
+	switch pw.kind {
+	case nodeProviders:
+		if s := w.ifaces[pw.owner]; s != nil {
+			s.hasProviders = r.exists
+			w.setProviders(s, r.children)
+			w.dirty[s] = struct{}{}
+		}
+	case nodeConfigurators:
+		if s := w.ifaces[pw.owner]; s != nil {
+			w.setOverrides(s, r.children)
+			w.dirty[s] = struct{}{}
+		}
+	case nodeMapping:
+		if s := w.ifaces[pw.owner]; s != nil {
+			w.setApps(s, parseMapping(r.data))
+			w.dirty[s] = struct{}{}
+		}
+	case nodeApp:
+		if a := w.apps[pw.owner]; a != nil {
+			w.setInstances(a, r.children)
+		}
+	case nodeInstance:
+		if a := w.apps[pw.owner]; a != nil {
+			if in := a.instances[pw.child]; in != nil {
+				w.setInstance(a, in, r.data, r.exists)
+			}
+		}
+	}
+}
+
+// watchData reads path's data and sets a watch: a data watch when the node
+// exists (it fires on a change or the deletion), an exists watch (which
+// fires on its creation) when it does not.
+func watchData(conn *zk.Conn, path string) opResult {
+	for range 3 {
+		data, _, ch, err := conn.GetW(path)
+		if err == nil {
+			return opResult{data: data, exists: true, watch: ch}
+		}
+		if !errors.Is(err, zk.ErrNoNode) {
+			return opResult{err: err}
+		}
+		exists, _, ch, err := conn.ExistsW(path)
+		if err != nil {
+			return opResult{err: err}
+		}
+		if !exists {
+			return opResult{watch: ch}
+		}
+		// Created between the two calls: ExistsW set a data watch, which
+		// fires on the next change; it is left unread. Read again.
+	}
+	return opResult{err: fmt.Errorf("%s keeps appearing and disappearing", path)}
+}
+
+func getData(conn *zk.Conn, path string) opResult {
+	data, _, err := conn.Get(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return opResult{}
+	}
+	return opResult{data: data, exists: err == nil, err: err}
 }
 
 // watchChildren lists path's children and sets a watch: a child watch
@@ -737,8 +864,8 @@ func (w *zkWorker) onLate(r lateResult) {
 	case *pathWatch:
 		t.busy = false
 		w.adopt(t, r.token, r.res)
-		if s := w.ifaces[t.iface]; t.live && s != nil {
-			s.need[t.kind] = true // list again: the result is old news by now
+		if t.live {
+			t.need = true // read again: the result is old news by now
 		}
 		w.forget(t)
 	case *consumerNode:
@@ -753,7 +880,7 @@ func (w *zkWorker) onLate(r lateResult) {
 	}
 }
 
-// onFired takes a watch's event: the node changed (list it again, which
+// onFired takes a watch's event: the node changed (read it again, which
 // re-arms the watch), or the watch is gone (session expired).
 func (w *zkWorker) onFired(f firedWatch) {
 	pw := f.watch
@@ -764,8 +891,8 @@ func (w *zkWorker) onFired(f firedWatch) {
 	if w.hooks.fired != nil {
 		w.hooks.fired(pw.path)
 	}
-	if s := w.ifaces[pw.iface]; pw.live && s != nil {
-		s.need[pw.kind] = true
+	if pw.live {
+		pw.need = true
 		return
 	}
 	w.forget(pw) // a dropped watch fired: not re-armed
@@ -823,16 +950,69 @@ func (w *zkWorker) skip(iface, what, name, reason string) {
 	w.z.log.Warn("skipping a "+what+" URL", "interface", iface, "url", decoded, "reason", reason)
 }
 
+// publishDirty publishes the interfaces whose nodes changed, once what
+// they depend on has been read.
+func (w *zkWorker) publishDirty() {
+	if !w.connected {
+		return
+	}
+	for s := range w.dirty {
+		if w.settled(s) {
+			delete(w.dirty, s)
+			s.failed = false
+			w.publish(s)
+		}
+	}
+}
+
+// settled reports whether s can be published: every node of its own has
+// been read since the session was (re)established and, before its first
+// publication, every instance of its applications has been read and its
+// metadata fetched or given up on once — so that a gateway starting does
+// not answer "no provider" for a service about to be known. Later, a new
+// instance is left out until its metadata is known.
+func (w *zkWorker) settled(s *ifaceState) bool {
+	for _, pw := range s.paths {
+		if !pw.read {
+			return false
+		}
+	}
+	if s.published {
+		return true
+	}
+	for _, name := range s.apps {
+		a := w.apps[name]
+		if a == nil || !a.watch.read {
+			return false
+		}
+		for _, in := range a.instances {
+			if !in.watch.read || in.awaitingMetadata() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // publish sets the directories of s whose providers changed, and those
 // not current (pending or stale).
 func (w *zkWorker) publish(s *ifaceState) {
+	s.published = true
+	nodes := s.nodes
+	if w.z.applicationLevel() {
+		nodes = w.mergedNodes(s)
+	}
 	next := make(map[overridden]*cluster.Provider, len(s.reweighted))
 	for key, d := range s.dirs {
-		snap := buildSnapshot(key, s.nodes, s.overrides, s.reweighted, next)
-		if d.State() == DirOK && slices.Equal(d.Providers(), snap) {
+		snap := buildSnapshot(key, nodes, s.overrides, s.reweighted, next)
+		var origins map[string]ProviderOrigin
+		if w.z.applicationLevel() {
+			origins = providerOrigins(key, nodes)
+		}
+		if d.State() == DirOK && slices.Equal(d.Providers(), snap) && maps.Equal(d.origins(), origins) {
 			continue
 		}
-		d.Set(snap)
+		d.setWithOrigins(snap, origins)
 		if w.hooks.published != nil {
 			w.hooks.published(key, snap)
 		}
@@ -958,6 +1138,8 @@ func (w *zkWorker) publishStatus() {
 		st.State = StateDisconnected
 	}
 	st.Watches, st.OrphanWatches = w.countWatches()
+	st.Applications, st.Instances = w.appCounts()
+	st.MetadataFetches, st.MetadataFailures, st.MetadataCached = w.metaFetches, w.metaFailures, len(w.meta)
 	st.SessionRecycles = w.recycles
 	for _, c := range w.consumers {
 		if c.registered {

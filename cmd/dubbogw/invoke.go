@@ -15,6 +15,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
+	"github.com/dubbogw/dubbogw/dubbo/metadataservice"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 	"github.com/dubbogw/dubbogw/registry"
@@ -104,7 +105,7 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	if *regURL != "" {
-		found, err := lookupProvider(ctx, *regURL, registry.ServiceKey{Interface: iface, Version: *version, Group: *group})
+		found, err := lookupProvider(ctx, *regURL, registry.ServiceKey{Interface: iface, Version: *version, Group: *group}, client)
 		if err != nil {
 			fmt.Fprintln(stderr, "dubbogw invoke:", err)
 			return 1
@@ -202,7 +203,7 @@ func inferType(a []byte) string {
 // lookupProvider finds one provider of key in the ZooKeeper registry named
 // by raw ("zookeeper://h:p[,h:p][/root]"), waiting until ctx ends for the
 // registry's answer.
-func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey) (string, error) {
+func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey, client *dubbo.Client) (string, error) {
 	rest, ok := strings.CutPrefix(raw, "zookeeper://")
 	if !ok {
 		return "", fmt.Errorf("--registry %q: only zookeeper://host:port[/root] is supported", raw)
@@ -215,6 +216,7 @@ func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey) (s
 	reg, err := registry.NewZooKeeper(registry.ZooKeeperOptions{
 		Addrs: config.ZooKeeperAddrs(hosts), Root: root, Timeout: time.Until(deadline),
 		SessionTimeout: time.Duration(config.DefaultZooKeeperSessionTimeout), Logger: slog.New(slog.DiscardHandler),
+		Metadata: metadataservice.Fetcher(client), MetadataTimeout: time.Until(deadline) / 2,
 	})
 	if err != nil {
 		return "", fmt.Errorf("--registry: %w", err)

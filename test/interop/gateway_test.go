@@ -244,41 +244,71 @@ func passthroughCases() []gatewayCase {
 }
 
 // checkAdminServices checks /admin/services: the registry is connected
-// with one providers watch and one configurators watch per interface, and
-// each service key called lists the provider, found through ZooKeeper.
+// with, per interface, one providers, one configurators and one mapping
+// watch (the default discovery, auto, reads both layouts), plus one for
+// the provider's application and one per instance of it; each service key
+// called lists the provider, found at both levels (the provider registers
+// both ways), the application-level data preferred.
 func checkAdminServices(t *testing.T, gw *gatewayUnderTest, providerAddr string) {
-	a := gw.doURL(t, "GET", "http://"+gw.AdminAddr()+"/admin/services", "")
-	if a.status != http.StatusOK {
-		t.Fatalf("/admin/services: %d %s", a.status, a.body)
-	}
-	var services struct {
+	type adminServices struct {
 		Registries []struct {
 			Name, Type, State string
 			Subscriptions     int
 			Watches           int
 			References        int
+			Instances         int
 		}
 		Services []struct {
 			Registry, Service, State string
 			Providers                []struct {
-				Address  string
-				Weight   int
-				Breakers map[string]string // route → state
+				Address     string
+				Weight      int
+				Source, App string
+				Revision    string
+				Breakers    map[string]string // route → state
 			}
 		}
 	}
-	if err := json.Unmarshal(a.body, &services); err != nil {
-		t.Fatalf("/admin/services: %v\n%s", err, a.body)
+	// A directory made by the last pass-through call answers
+	// asynchronously, and the provider's instance node is written after
+	// its interface-level nodes: wait, bounded, until every service has
+	// had its answer and our provider is known at both levels.
+	var services adminServices
+	var a httpAnswer
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		a = gw.doURL(t, "GET", "http://"+gw.AdminAddr()+"/admin/services", "")
+		if a.status != http.StatusOK {
+			t.Fatalf("/admin/services: %d %s", a.status, a.body)
+		}
+		services = adminServices{}
+		if err := json.Unmarshal(a.body, &services); err != nil {
+			t.Fatalf("/admin/services: %v\n%s", err, a.body)
+		}
+		settled := true
+		for _, s := range services.Services {
+			if s.State == "pending" {
+				settled = false
+			}
+			for _, pr := range s.Providers {
+				if pr.Address == providerAddr && pr.Source != "both" {
+					settled = false
+				}
+			}
+		}
+		if settled || time.Now().After(deadline) {
+			break
+		}
 	}
 	// Service keys: UserService 1.0.0 and 9.9.9, GreeterService in blue
 	// and red (the routes), UserService without version (a pass-through
-	// call); the refused AdminService subscribes nothing. Watches: one on
-	// providers and one on configurators per interface. References: one
+	// call); the refused AdminService subscribes nothing. Watches: three
+	// per interface, the application and its instances (another
+	// dubbogoprovider may share the test ZooKeeper). References: one
 	// per (service key, timeout), so UserService 1.0.0 has two (1s, and
 	// the slow routes' 300ms) and the pass-through shares the routes'.
 	if r := services.Registries; len(r) != 1 || r[0].Name != "zk" || r[0].Type != "zookeeper" || r[0].State != "connected" ||
-		r[0].Subscriptions != 5 || r[0].Watches != 4 || r[0].References != 6 {
-		t.Errorf("registries: %+v; want zk, zookeeper, connected, 5 subscriptions, 4 watches, 6 references", r)
+		r[0].Subscriptions != 5 || r[0].Instances < 1 || r[0].Watches != 2*3+1+r[0].Instances || r[0].References != 6 {
+		t.Errorf("registries: %+v; want zk, zookeeper, connected, 5 subscriptions, 7 watches + 1 per instance, 6 references", r)
 	}
 	want := map[string]bool{ // service key → whether the provider serves it
 		userService + ":" + userVersion:     true,
@@ -303,6 +333,10 @@ func checkAdminServices(t *testing.T, gw *gatewayUnderTest, providerAddr string)
 				found = true
 				if pr.Weight != 100 {
 					t.Errorf("service %s: provider %s has weight %d, want 100", s.Service, pr.Address, pr.Weight)
+				}
+				if pr.Source != "both" || pr.App != "dubbogw-interop-provider" || pr.Revision == "" {
+					t.Errorf("service %s: provider %s found as %q (app %q, revision %q); want both, dubbogw-interop-provider",
+						s.Service, pr.Address, pr.Source, pr.App, pr.Revision)
 				}
 				// The provider serves both interfaces at one address: each
 				// service lists the breakers of its own routes and of the

@@ -1,0 +1,489 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// This file is the worker's application-level discovery (Dubbo 3 "service
+// discovery"), next to the interface-level nodes of zookeeper_worker.go:
+//
+//	/<root>/mapping/<interface>      data "app1,app2": the applications serving the interface
+//	<services>/<app>/<ip:port>        one instance of the application (Curator's JSON)
+//
+// and the instance's metadata, which says which services (interface,
+// group, version, protocol, port) the instance serves: by calling the
+// instance's MetadataService (storage "local", through
+// ZooKeeperOptions.Metadata) or, for storage "remote", from
+// /<root>/metadata/<app>/<revision> (Java Dubbo) or /<root>/<app>/<revision>
+// (dubbo-go). An interface watches its mapping node; an application
+// watched for any interface is watched once, with a data watch on each of
+// its instances (an instance's revision changes in place). Metadata is
+// fetched off the worker, at most MetadataConcurrency at a time, each with
+// a deadline, retried with a backoff, and cached per instance and
+// revision (a revision alone is not unique: dubbo-go's ignores protocol,
+// port, group and version).
+
+// appState is an application named by the mapping node of a live interface.
+type appState struct {
+	name      string
+	watch     *pathWatch // <services>/<app>, children
+	users     map[*ifaceState]struct{}
+	instances map[string]*instanceState // by node name ("ip:port")
+}
+
+// instanceState is one instance of an application.
+type instanceState struct {
+	child string
+	watch *pathWatch // <services>/<app>/<child>, data
+	raw   []byte     // the node's data last read
+	inst  *Instance  // parsed from raw; nil when unusable or gone
+	meta  *metaEntry // the metadata of inst's revision
+	// nodes are the providers the instance offers, from the last metadata
+	// known: those of the previous revision until the new one's is known.
+	nodes []*providerNode
+}
+
+// awaitingMetadata reports whether the instance's metadata has been
+// neither fetched nor given up on once.
+func (in *instanceState) awaitingMetadata() bool {
+	return in.inst != nil && in.meta != nil && in.meta.info == nil && in.meta.failures == 0
+}
+
+// metaKey identifies the metadata of one instance at one revision.
+type metaKey struct{ app, instance, revision string }
+
+// metaEntry is the metadata of one instance and revision: known, being
+// fetched, or failed (retried after retryAt).
+type metaEntry struct {
+	key      metaKey
+	info     *MetadataInfo
+	fetching bool
+	failures int
+	retryAt  time.Time
+	lastErr  string
+	used     time.Time // when an instance last took it
+}
+
+// metaResult is what a metadata fetch returns to the worker.
+type metaResult struct {
+	entry *metaEntry
+	info  *MetadataInfo
+	err   error
+}
+
+// Metadata fetch retries: from metaMinBackoff, doubling, up to metaMaxBackoff.
+const (
+	metaMinBackoff = time.Second
+	metaMaxBackoff = time.Minute
+)
+
+// parseMapping parses a mapping node's data: application names separated
+// by commas. Names that cannot be ZooKeeper nodes are left out.
+func parseMapping(data []byte) []string {
+	var apps []string
+	for name := range strings.SplitSeq(string(data), ",") {
+		if name = strings.TrimSpace(name); validNodeName(name) {
+			apps = append(apps, name)
+		}
+	}
+	slices.Sort(apps)
+	return slices.Compact(apps)
+}
+
+// setApps makes s use exactly the applications apps (sorted).
+func (w *zkWorker) setApps(s *ifaceState, apps []string) {
+	if slices.Equal(s.apps, apps) {
+		return
+	}
+	for _, name := range s.apps {
+		if !slices.Contains(apps, name) {
+			w.leaveApp(s, name)
+		}
+	}
+	for _, name := range apps {
+		if !slices.Contains(s.apps, name) {
+			w.joinApp(s, name)
+		}
+	}
+	s.apps = apps
+}
+
+func (w *zkWorker) joinApp(s *ifaceState, name string) {
+	a := w.apps[name]
+	if a == nil {
+		a = &appState{
+			name:      name,
+			watch:     w.watch(w.z.servicesRoot+"/"+name, nodeApp, name, ""),
+			users:     make(map[*ifaceState]struct{}),
+			instances: make(map[string]*instanceState),
+		}
+		w.apps[name] = a
+	}
+	a.users[s] = struct{}{}
+}
+
+// leaveApp says s no longer uses application name; an application nobody
+// uses is no longer watched.
+func (w *zkWorker) leaveApp(s *ifaceState, name string) {
+	a := w.apps[name]
+	if a == nil {
+		return
+	}
+	delete(a.users, s)
+	if len(a.users) > 0 {
+		return
+	}
+	w.unwatch(a.watch)
+	for _, in := range a.instances {
+		w.unwatch(in.watch)
+	}
+	delete(w.apps, name)
+}
+
+// setInstances takes a listing of a's instances: new ones are read, gone
+// ones dropped.
+func (w *zkWorker) setInstances(a *appState, children []string) {
+	seen := make(map[string]bool, len(children))
+	for _, c := range children {
+		if !strings.Contains(c, ":") {
+			// Not an instance ("ip:port"): under a registry group the
+			// application's remote metadata nodes (named by revision)
+			// share its node.
+			continue
+		}
+		seen[c] = true
+		if a.instances[c] == nil {
+			a.instances[c] = &instanceState{child: c, watch: w.watch(a.watch.path+"/"+c, nodeInstance, a.name, c)}
+		}
+	}
+	for c, in := range a.instances {
+		if !seen[c] {
+			w.unwatch(in.watch)
+			delete(a.instances, c)
+			w.dirtyUsers(a)
+		}
+	}
+	if len(children) > 0 {
+		w.dirtyUsers(a) // their first publication waits for the new instances (settled)
+	}
+}
+
+// setInstance takes a read of one instance's node.
+func (w *zkWorker) setInstance(a *appState, in *instanceState, data []byte, exists bool) {
+	if !exists {
+		// Deleted after the listing: the application's watch lists again.
+		in.raw, in.inst, in.meta, in.nodes = nil, nil, nil, nil
+		w.dirtyUsers(a)
+		return
+	}
+	if in.inst != nil && bytes.Equal(data, in.raw) {
+		return
+	}
+	in.raw = data
+	inst, err := ParseInstance(data)
+	if err != nil {
+		w.z.skipped.Add(1)
+		w.z.log.Warn("skipping an application instance", "app", a.name, "instance", in.child, "err", err)
+		in.inst, in.meta, in.nodes = nil, nil, nil
+		w.dirtyUsers(a)
+		return
+	}
+	if inst.App == "" {
+		inst.App = a.name
+	}
+	in.inst = inst
+	key := metaKey{app: a.name, instance: in.child, revision: inst.Revision}
+	if in.meta == nil || in.meta.key != key {
+		in.meta = w.metaEntry(key)
+	}
+	w.applyMetadata(a, in)
+}
+
+// applyMetadata derives in's providers from its metadata, when known.
+// While the metadata of a new revision is fetched, the providers of the
+// previous one stay; once a fetch has failed, the instance has none.
+func (w *zkWorker) applyMetadata(a *appState, in *instanceState) {
+	switch e := in.meta; {
+	case e == nil || in.inst == nil:
+		return
+	case e.info != nil:
+		in.nodes = w.instanceNodes(a, in, e.info)
+	case e.failures > 0:
+		in.nodes = nil
+	default:
+		return // fetching: fetchDue starts it, onMetadata applies it
+	}
+	w.dirtyUsers(a)
+}
+
+// instanceNodes are the providers in offers according to its metadata.
+func (w *zkWorker) instanceNodes(a *appState, in *instanceState, info *MetadataInfo) []*providerNode {
+	urls, skipped := info.ProviderURLs(in.inst)
+	for _, reason := range skipped {
+		w.z.skipped.Add(1)
+		w.z.log.Warn("skipping a service of an application instance", "app", a.name, "instance", in.child,
+			"revision", in.inst.Revision, "reason", reason)
+	}
+	nodes := make([]*providerNode, 0, len(urls))
+	for _, u := range urls {
+		name := "app:" + a.name + "/" + in.child + "/" + ServiceKey{Interface: u.Interface, Group: u.Params.Get("group"), Version: u.Params.Get("version")}.String()
+		n, reason := newProviderNode(name, u)
+		if n == nil {
+			if reason != "" {
+				w.z.skipped.Add(1)
+				w.z.log.Warn("skipping a service of an application instance", "app", a.name, "instance", in.child,
+					"revision", in.inst.Revision, "service", u.Interface, "reason", reason)
+			}
+			continue
+		}
+		n.app, n.revision = a.name, in.inst.Revision
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+func (w *zkWorker) dirtyUsers(a *appState) {
+	for s := range a.users {
+		w.dirty[s] = struct{}{}
+	}
+}
+
+// metaEntry returns the cache entry of key, creating it; the cache keeps
+// at most MetadataCache entries beyond those live instances use.
+func (w *zkWorker) metaEntry(key metaKey) *metaEntry {
+	e := w.meta[key]
+	if e == nil {
+		e = &metaEntry{key: key}
+		w.meta[key] = e
+	}
+	e.used = time.Now()
+	if len(w.meta) > w.z.opts.MetadataCache {
+		w.evictMetadata()
+	}
+	return e
+}
+
+// evictMetadata drops the least recently used entries no live instance
+// uses until the cache is back to its size.
+func (w *zkWorker) evictMetadata() {
+	inUse := make(map[*metaEntry]bool)
+	for _, a := range w.apps {
+		for _, in := range a.instances {
+			if in.meta != nil {
+				inUse[in.meta] = true
+			}
+		}
+	}
+	var idle []*metaEntry
+	for _, e := range w.meta {
+		if !inUse[e] && !e.fetching {
+			idle = append(idle, e)
+		}
+	}
+	slices.SortFunc(idle, func(a, b *metaEntry) int { return a.used.Compare(b.used) })
+	for _, e := range idle {
+		if len(w.meta) <= w.z.opts.MetadataCache {
+			return
+		}
+		delete(w.meta, e.key)
+	}
+}
+
+// fetchDue starts the metadata fetches that are due, as many as
+// MetadataConcurrency allows.
+func (w *zkWorker) fetchDue() {
+	now := time.Now()
+	for _, a := range w.apps {
+		for _, in := range a.instances {
+			e := in.meta
+			if in.inst == nil || e == nil || e.info != nil || e.fetching {
+				continue
+			}
+			if now.Before(e.retryAt) {
+				w.wakeAt(e.retryAt)
+				continue
+			}
+			if w.fetching >= w.z.opts.MetadataConcurrency {
+				return // onMetadata wakes the worker
+			}
+			w.startFetch(e, in.inst)
+		}
+	}
+}
+
+// startFetch fetches e's metadata on a helper goroutine, which hands the
+// result to the worker.
+func (w *zkWorker) startFetch(e *metaEntry, inst *Instance) {
+	e.fetching = true
+	w.fetching++
+	conn := w.client.conn
+	w.helpers.Add(1)
+	go func() {
+		defer w.helpers.Done()
+		ctx, cancel := context.WithTimeout(w.z.ctx, w.z.opts.MetadataTimeout)
+		info, err := w.fetchMetadata(ctx, conn, inst)
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("metadata of %s instance %s revision %s (storage %s): %w",
+				inst.App, e.key.instance, inst.Revision, storageType(inst), err)
+		}
+		select {
+		case w.metaDone <- metaResult{entry: e, info: info, err: err}:
+		case <-w.z.quit:
+		}
+	}()
+}
+
+func storageType(inst *Instance) string {
+	if inst.StorageType == "" {
+		return "local"
+	}
+	return inst.StorageType
+}
+
+// fetchMetadata reads inst's metadata: from ZooKeeper for remote storage,
+// from the instance's MetadataService otherwise.
+func (w *zkWorker) fetchMetadata(ctx context.Context, conn *zk.Conn, inst *Instance) (*MetadataInfo, error) {
+	if storageType(inst) != "remote" {
+		if w.z.opts.Metadata == nil {
+			return nil, errors.New("stored on the instance, and no MetadataService client is configured")
+		}
+		return w.z.opts.Metadata(ctx, inst)
+	}
+	if !validNodeName(inst.App) || !validNodeName(inst.Revision) {
+		return nil, fmt.Errorf("app %q and revision %q cannot name a ZooKeeper node", inst.App, inst.Revision)
+	}
+	paths := [2]string{
+		w.z.root + "/metadata/" + inst.App + "/" + inst.Revision, // Java Dubbo
+		w.z.root + "/" + inst.App + "/" + inst.Revision,          // dubbo-go
+	}
+	for _, path := range paths {
+		data, exists, err := w.getWithin(ctx, conn, path)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if exists {
+			info, err := ParseMetadataJSON(data)
+			if err != nil {
+				return nil, fmt.Errorf("parsing %s: %w", path, err)
+			}
+			return info, nil
+		}
+	}
+	return nil, fmt.Errorf("neither %s nor %s exists", paths[0], paths[1])
+}
+
+// getWithin reads path's data, giving up when ctx ends (the read itself
+// ends at the latest when the client closes).
+func (w *zkWorker) getWithin(ctx context.Context, conn *zk.Conn, path string) ([]byte, bool, error) {
+	done := make(chan opResult, 1)
+	w.helpers.Add(1)
+	go func() {
+		defer w.helpers.Done()
+		done <- getData(conn, path)
+	}()
+	select {
+	case r := <-done:
+		return r.data, r.exists, r.err
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+}
+
+// onMetadata takes a fetch's result.
+func (w *zkWorker) onMetadata(m metaResult) {
+	e := m.entry
+	e.fetching = false
+	w.fetching--
+	w.metaFetches++
+	if m.err != nil {
+		w.metaFailures++
+		e.failures++
+		backoff := min(metaMinBackoff<<min(e.failures-1, 10), metaMaxBackoff)
+		e.retryAt, e.lastErr = time.Now().Add(backoff), m.err.Error()
+		w.z.log.Warn("cannot fetch instance metadata: the instance is not used", "err", m.err,
+			"failures", e.failures, "retry_in", backoff)
+	} else {
+		e.info, e.failures, e.lastErr = m.info, 0, ""
+	}
+	for _, a := range w.apps {
+		for _, in := range a.instances {
+			if in.meta == e {
+				w.applyMetadata(a, in)
+			}
+		}
+	}
+}
+
+// mergedNodes are s's interface-level nodes and the nodes its
+// applications' instances offer for it, sorted (application-level first
+// for an address both have).
+func (w *zkWorker) mergedNodes(s *ifaceState) []*providerNode {
+	nodes := slices.Clone(s.nodes)
+	for _, name := range s.apps {
+		a := w.apps[name]
+		if a == nil {
+			continue
+		}
+		for _, in := range a.instances {
+			for _, n := range in.nodes {
+				if n.url.Interface == s.name {
+					nodes = append(nodes, n)
+				}
+			}
+		}
+	}
+	sortProviderNodes(nodes)
+	return nodes
+}
+
+// providerOrigins says, for each address among nodes (sorted) that serves
+// key, where it was found.
+func providerOrigins(key ServiceKey, nodes []*providerNode) map[string]ProviderOrigin {
+	m := make(map[string]ProviderOrigin)
+	for _, n := range nodes {
+		if !n.url.Matches(key) {
+			continue
+		}
+		o, seen := m[n.url.Addr]
+		switch {
+		case !seen && n.app != "":
+			o = ProviderOrigin{Source: SourceApplication, App: n.app, Revision: n.revision}
+		case !seen:
+			o = ProviderOrigin{Source: SourceInterface}
+		case o.Source == SourceApplication && n.app == "":
+			o.Source = SourceBoth
+		}
+		m[n.url.Addr] = o
+	}
+	return m
+}
+
+// wakeAt makes the worker step at t at the latest.
+func (w *zkWorker) wakeAt(t time.Time) {
+	if !w.retryAt.IsZero() && !t.Before(w.retryAt) {
+		return
+	}
+	w.retryAt = t
+	w.retry.Reset(time.Until(t))
+}
+
+// appCounts counts the applications watched and their usable instances.
+func (w *zkWorker) appCounts() (apps, instances int) {
+	for _, a := range w.apps {
+		for _, in := range a.instances {
+			if in.inst != nil {
+				instances++
+			}
+		}
+	}
+	return len(w.apps), instances
+}
