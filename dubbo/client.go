@@ -268,6 +268,25 @@ func (c *Client) Forget(addr string) {
 	p.metrics.forget()
 }
 
+// Redial makes the connections to addr that are waiting out a reconnect
+// backoff dial again now. A registry that sees a provider register again
+// at an address (a restart on the same port) calls it, so the first calls
+// to the new process do not wait for a backoff earned by the old one. It
+// does nothing for an address the Client holds nothing for, and dials at
+// most once per call and connection.
+func (c *Client) Redial(addr string) {
+	p := (*c.pools.Load())[addr]
+	if p == nil {
+		return
+	}
+	for _, s := range p.slots {
+		select {
+		case s.redial <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // callError names the call and the address in err.
 func callError(addr string, inv *Invocation, err error) error {
 	return fmt.Errorf("dubbo call %s.%s at %s: %w", inv.Interface, inv.Method, addr, err)

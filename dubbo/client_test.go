@@ -865,3 +865,32 @@ func TestWriteQueueFull(t *testing.T) {
 	waitN(t, a.done, 1)
 	wantErr(t, a.err, ErrConnectionLost)
 }
+
+// TestRedial: a provider restarted on the same address after the client's
+// reconnect backoff has grown past a second is reached at once after
+// Redial, not after the backoff.
+func TestRedial(t *testing.T) {
+	checkGoroutines(t)
+	p := startProvider(t, "127.0.0.1:0", echo)
+	addr := p.Addr()
+	c := newClient(t, Options{})
+	if _, err := c.Invoke(callCtx(t, 3*time.Second), addr, echoCall("x")); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	// Six failed dials in a row: the next wait is 1.6 s to 3.2 s.
+	eventually(t, "six failed dials", func() bool {
+		return metricValue(t, c.metrics.dialErrors.WithLabelValues(addr)) >= 6
+	})
+	startProvider(t, addr, echo)
+	start := time.Now()
+	c.Redial(addr)
+	eventually(t, "a call succeeds after the redial", func() bool {
+		_, err := c.Invoke(callCtx(t, 3*time.Second), addr, echoCall("x"))
+		return err == nil
+	})
+	if d := time.Since(start); d > 800*time.Millisecond {
+		t.Errorf("connected %v after Redial; the backoff alone waits at least 1.6s", d)
+	}
+	c.Redial("127.0.0.1:1") // an address the client holds nothing for: nothing happens
+}

@@ -42,6 +42,8 @@ type pool struct {
 type slot struct {
 	conn  atomic.Pointer[conn]
 	ready chan struct{} // closed once the first dial has succeeded or failed
+	// redial (capacity 1) cuts a reconnect backoff short: see Client.Redial.
+	redial chan struct{}
 
 	mu      sync.Mutex
 	lastErr error // why the slot is not connected
@@ -52,7 +54,7 @@ func newPool(c *Client, addr string) *pool {
 	p.life, p.stop = context.WithCancel(c.life)
 	p.slots = make([]*slot, c.opts.ConnsPerAddr)
 	for i := range p.slots {
-		p.slots[i] = &slot{ready: make(chan struct{})}
+		p.slots[i] = &slot{ready: make(chan struct{}), redial: make(chan struct{}, 1)}
 	}
 	return p
 }
@@ -143,7 +145,7 @@ func (p *pool) maintain(s *slot) {
 				log.Debug("dubbo: cannot connect to provider", "error", err, "failures", failures)
 			}
 			markReady()
-			if !sleep(p.life, backoff(failures)) {
+			if !sleep(p.life, backoff(failures), s.redial) {
 				return
 			}
 			continue
@@ -170,7 +172,7 @@ func (p *pool) maintain(s *slot) {
 			continue
 		}
 		failures++
-		if !sleep(p.life, backoff(failures)) {
+		if !sleep(p.life, backoff(failures), s.redial) {
 			return
 		}
 	}
@@ -194,12 +196,15 @@ func backoff(failures int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// sleep waits d, or until life ends (false).
-func sleep(life context.Context, d time.Duration) bool {
+// sleep waits d, or until wake says to stop waiting, or until life ends
+// (false).
+func sleep(life context.Context, d time.Duration, wake <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
+	case <-wake:
 		return true
 	case <-life.Done():
 		return false
