@@ -180,6 +180,17 @@ func (h *Handler) call(w http.ResponseWriter, r *http.Request, dir *registry.Dir
 	defer cancel()
 	info := exchange.From(r.Context())
 	providers := dir.Providers()
+	if len(providers) == 0 && dir.State() == registry.DirPending {
+		// The registry has not answered for this service yet (the first
+		// call of a pass-through service key, a route added by a reload):
+		// wait for its first answer, within the call's timeout. Once it
+		// has answered, a service without provider answers at once.
+		select {
+		case <-dir.Ready():
+			providers = dir.Providers()
+		case <-ctx.Done():
+		}
+	}
 	if len(providers) == 0 {
 		// No provider: answer at once; the directory stays subscribed and
 		// traffic flows as soon as one registers.

@@ -439,6 +439,44 @@ func TestZooKeeperProviderGone(t *testing.T) {
 	}
 }
 
+// TestZooKeeperPassthroughFirstCall: the first pass-through call of a
+// service key nobody called before waits for the registry's first answer
+// (within the call's timeout) instead of answering 503 from a directory
+// that is still pending; a service without provider still answers 503 at
+// once after that.
+func TestZooKeeperPassthroughFirstCall(t *testing.T) {
+	f := newZKFixture(t)
+	provider := startProvider(t)
+	f.provide(t, "com.example.demo.UserService", provider, "&methods=getUser")
+	tg := startGW(t, fmt.Sprintf(`
+registries:
+  zk: {type: zookeeper, address: %q, root: %s, startup_wait: 2s}
+routes:
+  - name: generic
+    match: {methods: [POST], path: "/dubbo/{interface}/{method}"}
+    dubbo: {registry: zk, passthrough: {allow: [com.example.demo.*]}}
+`, f.addr, f.root))
+	call := func(version string) (int, string) {
+		w := httptest.NewRecorder()
+		tg.ServeHTTP(w, httptest.NewRequest("POST", "/dubbo/com.example.demo.UserService/getUser",
+			strings.NewReader(`{"version":"`+version+`","types":["java.lang.String"],"args":["7"]}`)))
+		return w.Code, w.Body.String()
+	}
+	if code, body := call(""); code != http.StatusOK {
+		t.Fatalf("first call of a new service key: %d %s", code, body)
+	}
+	if code, body := call("3.0.0"); code != http.StatusServiceUnavailable || !strings.Contains(body, "NO_PROVIDER") {
+		t.Fatalf("a version nobody provides: %d %s", code, body)
+	}
+	start := time.Now()
+	if code, _ := call("3.0.0"); code != http.StatusServiceUnavailable {
+		t.Fatalf("again: %d", code)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("a known service without provider took %v to answer; want at once", d)
+	}
+}
+
 // TestZooKeeperDownAtStart: the gateway starts with ZooKeeper unreachable
 // (routes answer 503 at once, readiness says degraded but stays 200),
 // unless a route asks for check: true.
