@@ -266,15 +266,15 @@ func (w *zkWorker) metaEntry(key metaKey) *metaEntry {
 	}
 	e.used = time.Now()
 	if len(w.meta) > w.z.opts.MetadataCache {
-		w.evictMetadata()
+		w.evictMetadata(e)
 	}
 	return e
 }
 
 // evictMetadata drops the least recently used entries no live instance
-// uses until the cache is back to its size.
-func (w *zkWorker) evictMetadata() {
-	inUse := make(map[*metaEntry]bool)
+// uses (nor the caller, keep) until the cache is back to its size.
+func (w *zkWorker) evictMetadata(keep *metaEntry) {
+	inUse := map[*metaEntry]bool{keep: true}
 	for _, a := range w.apps {
 		for _, in := range a.instances {
 			if in.meta != nil {

@@ -242,7 +242,11 @@ function showServices({ registries, services }) {
     const open = s.providers.filter((p) => Object.values(p.breakers || {}).some((b) => b !== 'closed')).length;
     const health = s.providers.length === 0 ? ['no providers', 'bad']
       : open > 0 ? [`${open} breaker(s) not closed`, 'warn'] : ['ok', 'ok'];
-    row(tbody, [s.registry, s.service, s.state, [s.providers.length, 'num'], health]);
+    // Where the registry found them: interface level, application level
+    // (with the application), or both.
+    const found = [...new Set(s.providers.map((p) => (p.app ? `${p.source} (${p.app})` : p.source || '')))]
+      .filter(Boolean).join(', ');
+    row(tbody, [s.registry, s.service, s.state, [s.providers.length, 'num'], found, health]);
   }
 }
 

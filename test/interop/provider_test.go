@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,27 +25,71 @@ import (
 type dubboGoProvider struct {
 	Addr string // 127.0.0.1:port
 	logs *syncBuffer
+	stop func() // closes the provider's stdin and waits for it to exit
 }
 
 // providerConfig is what the provider is started with; zero fields take
-// dubbo-go's defaults.
+// the command's defaults (see dubbogoprovider/main.go).
 type providerConfig struct {
 	ZK             string // ZooKeeper to register in; "" for none
 	Heartbeat      string // getty heartbeat period toward consumers
 	SessionTimeout string // getty closes a consumer connection silent this long
+
+	RegistryType  string // -registry-type: interface, service or all (the command's default)
+	RegistryGroup string // -registry-group: the ZooKeeper root instead of /dubbo and /services
+	Metadata      string // -metadata: local or remote (the command's default)
+	App           string // -app: the application name
+	UserVersion   string // -user-version: UserService's version
+	UserGroup     string // -user-group: UserService's group
+	ExtraMethod   bool   // -extra-method: UserService.ping(), a new revision
+	Port          int    // -port on 127.0.0.1; 0 for a free one
 }
 
-// startDubboGoProvider builds dubbogoprovider (the go command caches the
-// build) and starts it; the test's cleanup stops it.
+// providerBinary builds dubbogoprovider once per test process.
+var providerBinary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// TestMain removes the provider binary built for the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if providerBinary.dir != "" {
+		_ = os.RemoveAll(providerBinary.dir)
+	}
+	os.Exit(code)
+}
+
+// buildDubboGoProvider builds dubbogoprovider on the first call (the go
+// command caches the build) and returns the binary's path.
+func buildDubboGoProvider(tb testing.TB) string {
+	tb.Helper()
+	b := &providerBinary
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "dubbogoprovider-"); b.err != nil {
+			return
+		}
+		b.path = filepath.Join(b.dir, "dubbogoprovider")
+		buildCtx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		build := exec.CommandContext(buildCtx, goTool(), "build", "-o", b.path, "./dubbogoprovider")
+		if out, err := build.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		tb.Fatalf("building the dubbo-go provider: %v", b.err)
+	}
+	return b.path
+}
+
+// startDubboGoProvider starts dubbogoprovider (built once per process);
+// the test's cleanup stops it, if Stop has not.
 func startDubboGoProvider(tb testing.TB, cfg providerConfig) *dubboGoProvider {
 	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), "dubbogoprovider")
-	buildCtx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(buildCtx, goTool(), "build", "-o", bin, "./dubbogoprovider")
-	if out, err := build.CombinedOutput(); err != nil {
-		tb.Fatalf("building the dubbo-go provider: %v\n%s", err, out)
-	}
+	bin := buildDubboGoProvider(tb)
 
 	args := []string{"-log-level", "warn"}
 	if cfg.ZK != "" {
@@ -54,6 +100,20 @@ func startDubboGoProvider(tb testing.TB, cfg providerConfig) *dubboGoProvider {
 	}
 	if cfg.SessionTimeout != "" {
 		args = append(args, "-session-timeout", cfg.SessionTimeout)
+	}
+	for _, f := range [][2]string{
+		{"-registry-type", cfg.RegistryType}, {"-registry-group", cfg.RegistryGroup}, {"-metadata", cfg.Metadata},
+		{"-app", cfg.App}, {"-user-version", cfg.UserVersion}, {"-user-group", cfg.UserGroup},
+	} {
+		if f[1] != "" {
+			args = append(args, f[0], f[1])
+		}
+	}
+	if cfg.ExtraMethod {
+		args = append(args, "-extra-method")
+	}
+	if cfg.Port != 0 {
+		args = append(args, "-port", strconv.Itoa(cfg.Port))
 	}
 	p := &dubboGoProvider{logs: &syncBuffer{}}
 	cmd := exec.Command(bin, args...)
@@ -91,14 +151,20 @@ func startDubboGoProvider(tb testing.TB, cfg providerConfig) *dubboGoProvider {
 		_ = cmd.Wait()
 		close(exited)
 	}()
+	var stopOnce sync.Once
+	p.stop = func() {
+		stopOnce.Do(func() {
+			stdin.Close() // the provider exits when its stdin closes
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		})
+	}
 	tb.Cleanup(func() {
-		stdin.Close() // the provider exits when its stdin closes
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		p.stop()
 		if tb.Failed() {
 			tb.Logf("dubbo-go provider output:\n%s", p.logs.String())
 		}
@@ -113,6 +179,11 @@ func startDubboGoProvider(tb testing.TB, cfg providerConfig) *dubboGoProvider {
 	}
 	return p
 }
+
+// Stop closes the provider's standard input, on which it exits at once
+// (no graceful shutdown: its ZooKeeper session, and so its ephemeral
+// nodes, outlive it until the session expires), and waits for it to exit.
+func (p *dubboGoProvider) Stop() { p.stop() }
 
 // goTool is the go command that runs the tests (go test puts its GOROOT/bin
 // first in the test's PATH).
