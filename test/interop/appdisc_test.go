@@ -281,12 +281,12 @@ func TestAppDiscRevisionChange(t *testing.T) {
 		t.Errorf("metadata fetches over the restart: %v ok, %v failed; want 1 to 3 in all, at least one ok", ok, failed)
 	}
 	// The new instance is up and listening before it registers, so its
-	// first fetch can succeed; but the gateway's connection pool to the
-	// address (the old process's connection lost, the dials during the
-	// restart refused) is between two dials then, the fetch fails at once
-	// ("not connected (reconnecting)") instead of waiting within its
-	// deadline, and the instance, whose old revision's providers went with
-	// its deleted node, serves nothing until the retry a second later.
+	// first fetch must succeed, although the gateway's connection pool to
+	// the address (the old process's connection lost, the dials during the
+	// restart refused) is waiting out a reconnect backoff then: the fetch
+	// redials instead of failing at once ("not connected (reconnecting)"),
+	// which would leave the instance, whose old revision's providers went
+	// with its deleted node, serving nothing until a retry a second later.
 	if failed != 0 {
 		t.Errorf("%v metadata fetches of the restarted instance failed (pong %v after it was ready): "+
 			"the fetch gave up on a connection being re-established instead of waiting for it within metadata.timeout",
