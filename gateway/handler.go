@@ -38,6 +38,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var span trace.Span // nil when tracing is off: no tracing work at all
 	if g.tracer != nil {
 		ctx, span = startServerSpan(ctx, g.tracer, r, info)
+		// A response aborted after its headers went out (a panic in a
+		// route, a broken upstream body) unwinds past the end of this
+		// function: its span still ends, marked aborted.
+		defer func() {
+			if v := recover(); v != nil {
+				abortServerSpan(span, info, rec.status, v)
+				panic(v)
+			}
+		}()
 	}
 	r = r.WithContext(ctx)
 

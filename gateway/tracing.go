@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -53,6 +54,25 @@ func endServerSpan(span trace.Span, info *exchange.Info, status int) {
 		if status >= 500 {
 			span.SetStatus(codes.Error, info.ErrorCode)
 		}
+	}
+	span.End()
+}
+
+// abortServerSpan ends the span of a request whose handling panicked
+// (net/http closes the connection): status error "aborted", with what the
+// panic carried unless it is net/http's own abort signal.
+func abortServerSpan(span trace.Span, info *exchange.Info, status int, v any) {
+	if span.IsRecording() {
+		if status != 0 {
+			span.SetAttributes(attribute.Int("http.response.status_code", status))
+		}
+		if info.Upstream != "" {
+			span.SetAttributes(attribute.String("dubbogw.upstream", info.Upstream))
+		}
+		if v != http.ErrAbortHandler {
+			span.SetAttributes(attribute.String("dubbogw.panic", fmt.Sprint(v)))
+		}
+		span.SetStatus(codes.Error, "aborted")
 	}
 	span.End()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -407,3 +409,38 @@ type discardExporter struct{}
 
 func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+// TestTracingAbortedResponse: a route that panics after its headers went
+// out makes net/http close the connection; the request's server span still
+// ends, marked as an error ("aborted").
+func TestTracingAbortedResponse(t *testing.T) {
+	tg, sink := startTracedGW(t, `
+upstreams:
+  a: {targets: [{url: "http://127.0.0.1:1"}]}
+routes:
+  - {name: boom, match: {path: /boom}, upstream: a}
+`)
+	tab := tg.table.Load()
+	tab.routes[0].handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		panic("filter bug after the headers")
+	})
+	resp, err := http.Get(tg.base + "/boom")
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Fatal("the aborted response read as complete")
+	}
+	sp := sink.wait(t, "the aborted request's span", serverSpan("GET /boom"))
+	if sp.Status.Code != codes.Error || sp.Status.Description != "aborted" {
+		t.Errorf("span status %+v, want error \"aborted\"", sp.Status)
+	}
+	wantAttrs(t, sp, map[string]any{"http.response.status_code": 200}) // the panic itself: logged and counted by the route
+	if r := do(t, "GET", tg.base+"/other", nil); r.status != 404 {
+		t.Errorf("process does not keep serving: %d", r.status)
+	}
+}
