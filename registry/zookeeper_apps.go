@@ -43,7 +43,8 @@ type appState struct {
 type instanceState struct {
 	child string
 	watch *pathWatch // <services>/<app>/<child>, data
-	raw   []byte     // the node's data last read
+	seen  bool       // raw holds the node's data last read
+	raw   []byte
 	inst  *Instance  // parsed from raw; nil when unusable or gone
 	meta  *metaEntry // the metadata of inst's revision
 	// nodes are the providers the instance offers, from the last metadata
@@ -160,8 +161,14 @@ func (w *zkWorker) setInstances(a *appState, children []string) {
 			continue
 		}
 		seen[c] = true
-		if a.instances[c] == nil {
+		switch in := a.instances[c]; {
+		case in == nil:
 			a.instances[c] = &instanceState{child: c, watch: w.watch(a.watch.path+"/"+c, nodeInstance, a.name, c)}
+		case !in.watch.armed && !in.watch.busy && !in.watch.need:
+			// Read while it was gone (no watch is set then), and back:
+			// a restart on the same address.
+			in.watch.need = true
+			w.z.poke()
 		}
 	}
 	for c, in := range a.instances {
@@ -180,14 +187,14 @@ func (w *zkWorker) setInstances(a *appState, children []string) {
 func (w *zkWorker) setInstance(a *appState, in *instanceState, data []byte, exists bool) {
 	if !exists {
 		// Deleted after the listing: the application's watch lists again.
-		in.raw, in.inst, in.meta, in.nodes = nil, nil, nil, nil
+		in.seen, in.raw, in.inst, in.meta, in.nodes = false, nil, nil, nil, nil
 		w.dirtyUsers(a)
 		return
 	}
-	if in.inst != nil && bytes.Equal(data, in.raw) {
-		return
+	if in.seen && bytes.Equal(data, in.raw) {
+		return // unchanged (re-read after a reconnection or a recycle): nothing to count or log again
 	}
-	in.raw = data
+	in.seen, in.raw = true, data
 	inst, err := ParseInstance(data)
 	if err != nil {
 		w.z.skipped.Add(1)
@@ -200,9 +207,17 @@ func (w *zkWorker) setInstance(a *appState, in *instanceState, data []byte, exis
 		inst.App = a.name
 	}
 	in.inst = inst
+	if !inst.RevisionKnown() {
+		// Revision "0" or "N/A": the instance exports nothing (a pure
+		// consumer, or metadata not computed): nothing to fetch or select.
+		in.meta, in.nodes = nil, nil
+		w.dirtyUsers(a)
+		return
+	}
 	key := metaKey{app: a.name, instance: in.child, revision: inst.Revision}
 	if in.meta == nil || in.meta.key != key {
 		in.meta = w.metaEntry(key)
+		w.evictMetadata()
 	}
 	w.applyMetadata(a, in)
 }
@@ -265,16 +280,16 @@ func (w *zkWorker) metaEntry(key metaKey) *metaEntry {
 		w.meta[key] = e
 	}
 	e.used = time.Now()
-	if len(w.meta) > w.z.opts.MetadataCache {
-		w.evictMetadata(e)
-	}
 	return e
 }
 
 // evictMetadata drops the least recently used entries no live instance
-// uses (nor the caller, keep) until the cache is back to its size.
-func (w *zkWorker) evictMetadata(keep *metaEntry) {
-	inUse := map[*metaEntry]bool{keep: true}
+// uses until at most MetadataCache such idle entries are left.
+func (w *zkWorker) evictMetadata() {
+	if len(w.meta) <= w.z.opts.MetadataCache {
+		return // fewer entries than the bound allows idle ones
+	}
+	inUse := make(map[*metaEntry]bool)
 	for _, a := range w.apps {
 		for _, in := range a.instances {
 			if in.meta != nil {
@@ -289,10 +304,7 @@ func (w *zkWorker) evictMetadata(keep *metaEntry) {
 		}
 	}
 	slices.SortFunc(idle, func(a, b *metaEntry) int { return a.used.Compare(b.used) })
-	for _, e := range idle {
-		if len(w.meta) <= w.z.opts.MetadataCache {
-			return
-		}
+	for _, e := range idle[:max(len(idle)-w.z.opts.MetadataCache, 0)] {
 		delete(w.meta, e.key)
 	}
 }

@@ -112,7 +112,7 @@ func (w *zkWorker) recycle() {
 		if !pw.live {
 			continue
 		}
-		r, ok := w.call(recycleOp{}, nil, 0, readOp(next.conn, pw.path, pw.data(), true))
+		r, ok := w.call(recycleOp{}, nil, 0, readOp(next.conn, pw.path, pw.kind, true))
 		r.err = recycleErr(r, ok)
 		if isConnectionError(r.err) {
 			w.abandonRecycle(fmt.Sprintf("reading %s: %v", pw.path, r.err))
@@ -155,20 +155,25 @@ func (w *zkWorker) recycle() {
 		pw.token++
 		w.forget(pw) // an orphan: gone with the old session
 	}
+	// Record every watch the readings set before taking any of them: a
+	// reading's take can drop another node (a mapping that changed
+	// meanwhile), whose watch must then be counted as an orphan.
+	for _, r := range readings {
+		if r.res.err == nil && r.res.watch != nil {
+			r.pw.armed = true
+			w.forwardWatch(r.pw, r.pw.token, r.res.watch)
+		}
+	}
 	for _, r := range readings {
 		pw := r.pw
 		if r.res.err != nil {
 			pw.need, pw.read = true, false
 			continue
 		}
-		if r.res.watch != nil {
-			pw.armed = true
-			w.forwardWatch(pw, pw.token, r.res.watch)
-		}
 		if !pw.live {
-			continue // dropped by an earlier reading's take (a mapping that changed meanwhile)
+			continue // dropped by an earlier reading's take
 		}
-		pw.need, pw.read = false, true
+		pw.need, pw.read, pw.failed = false, true, false
 		w.take(pw, r.res)
 	}
 	// Publishing sets only the directories whose providers changed, or not

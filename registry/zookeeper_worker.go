@@ -140,12 +140,11 @@ type pathWatch struct {
 	token uint64 // identifies the watch call armed last
 	need  bool   // the node must be read (again)
 	read  bool   // the node was read since the session was last (re)established
-	retry time.Time
+	// failed says the last read failed (it is retried at retry): a
+	// first publication does not wait for such a node.
+	failed bool
+	retry  time.Time
 }
-
-// data reports whether the node's data is read (and watched), rather than
-// its children.
-func (pw *pathWatch) data() bool { return pw.kind == nodeMapping || pw.kind == nodeInstance }
 
 // consumerNode is the gateway's registration as a consumer of one key.
 type consumerNode struct {
@@ -545,7 +544,7 @@ func (w *zkWorker) work() {
 			more = true
 			if err := w.read(pw); err != nil {
 				fail(err)
-				pw.retry = now.Add(w.backoff)
+				pw.retry, pw.failed = now.Add(w.backoff), true
 				later(pw.retry)
 				w.readFailed(pw)
 				if isConnectionError(err) {
@@ -625,7 +624,7 @@ func (w *zkWorker) read(pw *pathWatch) error {
 	}
 	token := pw.token
 	pw.busy = true
-	r, ok := w.call(pw, pw, token, readOp(conn, path, pw.data(), arm))
+	r, ok := w.call(pw, pw, token, readOp(conn, path, pw.kind, arm))
 	if !ok {
 		return fmt.Errorf("reading %s: %w", path, errGaveUp)
 	}
@@ -634,15 +633,21 @@ func (w *zkWorker) read(pw *pathWatch) error {
 	if r.err != nil {
 		return fmt.Errorf("reading %s: %w", path, r.err)
 	}
-	pw.need, pw.read = false, true
+	pw.need, pw.read, pw.failed = false, true, false
 	w.take(pw, r)
 	return nil
 }
 
-// readOp is the operation that reads path's children or data, setting a
-// watch when arm is true.
-func readOp(conn *zk.Conn, path string, data, arm bool) func() opResult {
+// readOp is the operation that reads path's children or data, as its
+// kind says, setting a watch when arm is true.
+func readOp(conn *zk.Conn, path string, kind int, arm bool) func() opResult {
+	data := kind == nodeMapping || kind == nodeInstance
 	switch {
+	case kind == nodeInstance && arm:
+		// An instance node that is gone is not watched for its return:
+		// the application's listing says when it comes back, and an
+		// exists watch on it would be an orphan once it is dropped.
+		return func() opResult { return watchDataIfExists(conn, path) }
 	case data && arm:
 		return func() opResult { return watchData(conn, path) }
 	case data:
@@ -718,6 +723,19 @@ func watchData(conn *zk.Conn, path string) opResult {
 		// fires on the next change; it is left unread. Read again.
 	}
 	return opResult{err: fmt.Errorf("%s keeps appearing and disappearing", path)}
+}
+
+// watchDataIfExists reads path's data and sets a data watch when the node
+// exists; when it does not, it sets nothing.
+func watchDataIfExists(conn *zk.Conn, path string) opResult {
+	data, _, ch, err := conn.GetW(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return opResult{}
+	}
+	if err != nil {
+		return opResult{err: err}
+	}
+	return opResult{data: data, exists: true, watch: ch}
 }
 
 func getData(conn *zk.Conn, path string) opResult {
@@ -982,11 +1000,13 @@ func (w *zkWorker) settled(s *ifaceState) bool {
 	}
 	for _, name := range s.apps {
 		a := w.apps[name]
-		if a == nil || !a.watch.read {
+		// A node whose read failed (it is retried with a backoff) does
+		// not hold the others' first answer back.
+		if a == nil || !a.watch.read && !a.watch.failed {
 			return false
 		}
 		for _, in := range a.instances {
-			if !in.watch.read || in.awaitingMetadata() {
+			if !in.watch.read && !in.watch.failed || in.awaitingMetadata() {
 				return false
 			}
 		}
