@@ -39,8 +39,8 @@ type Registry struct {
 	// (/<root>/<interface>/providers), "application" (Dubbo 3's
 	// application-level instances: mapping, /services/<app>, metadata) or
 	// "auto" (both, merged by address, application-level data preferred).
-	// A route that needs another mode uses another registry entry pointing
-	// at the same ZooKeeper. Default "auto".
+	// A route may ask for another mode (DubboRoute.Discovery). Default
+	// "auto".
 	Discovery string `yaml:"discovery"`
 	// ServicesRoot (zookeeper) is where application instances are
 	// registered. Default "/services" with the root "dubbo", else
@@ -49,6 +49,11 @@ type Registry struct {
 	// Metadata (zookeeper) bounds how application instances' metadata is
 	// fetched (their MetadataService, or remote nodes in ZooKeeper).
 	Metadata RegistryMetadata `yaml:"metadata"`
+
+	// derivedFrom names the registry this one copies for routes asking for
+	// another discovery mode (DubboRoute.Discovery); empty for a
+	// configured registry.
+	derivedFrom string
 }
 
 // RegistryMetadata bounds the fetching of application instances' metadata.
@@ -96,6 +101,13 @@ type DubboClient struct {
 type DubboRoute struct {
 	// Registry names an entry of registries.
 	Registry string `yaml:"registry"`
+	// Discovery (zookeeper registries) reads this route's service with
+	// another discovery mode than its registry's (interface, application
+	// or auto). The route then uses registry "<registry>@<mode>": a copy of
+	// its registry with that mode (a second session to the same
+	// ZooKeeper), shared by every route asking for the mode. Default: the
+	// registry's mode.
+	Discovery string `yaml:"discovery"`
 	// Interface, Version, Group and Method name what is called. With
 	// Passthrough, Interface and Method come from the path instead.
 	Interface string `yaml:"interface"`

@@ -1,8 +1,12 @@
 package config
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // dubboRoute returns a config with a static registry and one Dubbo route
@@ -25,6 +29,10 @@ func TestDubboConfigProblems(t *testing.T) {
 		name, yaml, path, reason string
 	}{
 		{"valid", dubboRoute(`{methods: [GET], path: "/u/{id}"}`, "      registry: local\n      interface: com.example.UserService\n      method: getUser\n      params: [{type: java.lang.String, from: path, name: id}]\n"), "", ""},
+		{"route discovery on a static registry", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      discovery: application\n"),
+			"routes[0].dubbo.discovery", `registry "local" is static: discovery modes are for zookeeper registries`},
+		{"unknown route discovery", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      discovery: app\n"),
+			"routes[0].dubbo.discovery", `unknown mode "app" (known: auto, interface, application)`},
 		{"undefined registry", dubboRoute(`{path: /u}`, "      registry: zk\n      interface: com.example.UserService\n      method: m\n"),
 			"routes[0].dubbo.registry", `registry "zk" is not defined; defined: local`},
 		{"both upstream and dubbo", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n    upstream: x\n"),
@@ -146,5 +154,36 @@ func TestDubboDefaults(t *testing.T) {
 	}
 	if *c.Routes[0].Dubbo.Idempotent {
 		t.Errorf("POST route idempotent by default")
+	}
+}
+
+// TestRouteDiscovery: routes asking for another discovery mode than their
+// zookeeper registry's share one derived registry per mode, a copy of
+// theirs; a route asking for the registry's own mode keeps it.
+func TestRouteDiscovery(t *testing.T) {
+	route := func(name, mode string) string {
+		return fmt.Sprintf("  - {name: %s, match: {path: /%s}, dubbo: {registry: zk, interface: a.B, method: m, discovery: %q}}\n", name, name, mode)
+	}
+	c, err := Parse([]byte("registries:\n  zk: {type: zookeeper, address: 127.0.0.1:2181, root: g, metadata: {timeout: 1s}}\nroutes:\n"+
+		route("a", "application")+route("b", "application")+route("c", "auto")+route("d", "")+route("e", "interface")), "t.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var regs []string
+	for _, r := range c.Routes {
+		regs = append(regs, r.Dubbo.Registry)
+	}
+	if want := []string{"zk@application", "zk@application", "zk", "zk", "zk@interface"}; !slices.Equal(regs, want) {
+		t.Errorf("routes' registries %v, want %v", regs, want)
+	}
+	app, base := c.Registries["zk@application"], c.Registries["zk"]
+	if len(c.Registries) != 3 || app == nil || app.Discovery != "application" || base.Discovery != "auto" ||
+		app.Root != "g" || app.Metadata.Timeout != Duration(time.Second) || app.Address != base.Address {
+		t.Errorf("registries %v; zk@application %+v", slices.Sorted(maps.Keys(c.Registries)), app)
+	}
+	// Defaults again (a reload re-parses; a caller may call it twice): nothing more.
+	Defaults(c)
+	if len(c.Registries) != 3 || c.Routes[0].Dubbo.Registry != "zk@application" {
+		t.Errorf("Defaults is not idempotent: %v", slices.Sorted(maps.Keys(c.Registries)))
 	}
 }

@@ -100,6 +100,7 @@ func defaultDubbo(c *Config) {
 			continue
 		}
 		dr := r.Dubbo
+		deriveRegistry(c, dr)
 		setDefaultPtr(&dr.Generic, true)
 		setDefault(&dr.Timeout, r.Timeout)
 		setDefault(&dr.Timeout, DefaultDubboTimeout)
@@ -164,7 +165,7 @@ func validateDubbo(ps *problems, c *Config) {
 	for _, name := range slices.Sorted(maps.Keys(c.Registries)) {
 		reg := c.Registries[name]
 		path := keyPath("registries", name)
-		if !routeName.MatchString(name) {
+		if !routeName.MatchString(name) && (reg == nil || reg.derivedFrom == "") {
 			ps.add(path, 0, "registry name %q: use only letters, digits, '-', '_' and '.'", name)
 		}
 		if reg == nil {
@@ -205,6 +206,26 @@ func validateDubbo(ps *problems, c *Config) {
 	}
 }
 
+// deriveRegistry points a route asking for another discovery mode than its
+// (zookeeper) registry's at "<registry>@<mode>", a copy of that registry
+// with the mode, made once for every route asking for it. Anything else is
+// left to validation.
+func deriveRegistry(c *Config, dr *DubboRoute) {
+	mode := dr.Discovery
+	reg := c.Registries[dr.Registry]
+	if mode == "" || !slices.Contains(discoveryModes, mode) || reg == nil || reg.Type != RegistryZooKeeper ||
+		reg.Discovery == mode || reg.derivedFrom != "" {
+		return
+	}
+	name := dr.Registry + "@" + mode
+	if c.Registries[name] == nil {
+		cp := *reg
+		cp.Discovery, cp.derivedFrom = mode, dr.Registry
+		c.Registries[name] = &cp
+	}
+	dr.Registry = name
+}
+
 // validateDubboRoute checks routes[i].dubbo; params are the route path's parameters.
 func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params []string) {
 	dr := r.Dubbo
@@ -217,6 +238,14 @@ func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params [
 			defined = "defined: " + strings.Join(slices.Sorted(maps.Keys(c.Registries)), ", ")
 		}
 		ps.add(path+".registry", 0, "registry %q is not defined; %s", reg, defined)
+	}
+	if m := dr.Discovery; m != "" {
+		switch reg := c.Registries[dr.Registry]; {
+		case !slices.Contains(discoveryModes, m):
+			ps.add(path+".discovery", 0, "unknown mode %q (known: %s)", m, strings.Join(discoveryModes, ", "))
+		case reg != nil && reg.Type != RegistryZooKeeper:
+			ps.add(path+".discovery", 0, "registry %q is %s: discovery modes are for zookeeper registries", dr.Registry, reg.Type)
+		}
 	}
 	if dr.Passthrough != nil {
 		for _, want := range []string{"interface", "method"} {

@@ -439,6 +439,31 @@ func TestZooKeeperProviderGone(t *testing.T) {
 	}
 }
 
+// TestZooKeeperRouteDiscovery: a route asking for application-level
+// discovery alone does not see a provider registered at interface level
+// only, which its neighbour on the same registry (auto) calls; the derived
+// registry shows in /admin/services.
+func TestZooKeeperRouteDiscovery(t *testing.T) {
+	f := newZKFixture(t)
+	provider := startProvider(t)
+	f.provide(t, "com.example.demo.UserService", provider, "&methods=getUser")
+	route := func(name, discovery string) string {
+		return fmt.Sprintf("  - {name: %s, match: {path: \"/%s/{id}\"}, dubbo: {registry: zk, interface: com.example.demo.UserService, method: getUser, discovery: %q, params: [{type: java.lang.String, from: path, name: id}]}}\n", name, name, discovery)
+	}
+	tg := startGW(t, fmt.Sprintf("registries:\n  zk: {type: zookeeper, address: %q, root: %s, startup_wait: 2s}\nroutes:\n", f.addr, f.root)+
+		route("both", "")+route("apps", "application"))
+	if a := do(t, "GET", tg.base+"/both/7", nil); a.status != http.StatusOK {
+		t.Errorf("route with the registry's discovery: %d %s", a.status, a.body)
+	}
+	if a := do(t, "GET", tg.base+"/apps/7", nil); a.status != http.StatusServiceUnavailable || !strings.Contains(a.body, "NO_PROVIDER") {
+		t.Errorf("route with application-level discovery: %d %s; want 503 NO_PROVIDER", a.status, a.body)
+	}
+	body := do(t, "GET", tg.admin+"/admin/services", nil).body
+	if !strings.Contains(body, `"name": "zk@application"`) && !strings.Contains(body, `"name":"zk@application"`) {
+		t.Errorf("/admin/services lacks the derived registry:\n%s", body)
+	}
+}
+
 // TestZooKeeperPassthroughFirstCall: the first pass-through call of a
 // service key nobody called before waits for the registry's first answer
 // (within the call's timeout) instead of answering 503 from a directory
