@@ -374,6 +374,7 @@ func newRegistry(c *config.Registry, d deps) (registry.Registry, error) {
 			Discovery:           c.Discovery,
 			ServicesRoot:        c.ServicesRoot,
 			Metadata:            metadataservice.Fetcher(d.dubbo),
+			Redial:              d.dubbo.Redial,
 			MetadataTimeout:     c.Metadata.Timeout.D(),
 			MetadataConcurrency: c.Metadata.Concurrency,
 			MetadataCache:       c.Metadata.Cache,

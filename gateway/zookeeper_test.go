@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -462,6 +463,75 @@ func TestZooKeeperRouteDiscovery(t *testing.T) {
 	if !strings.Contains(body, `"name": "zk@application"`) && !strings.Contains(body, `"name":"zk@application"`) {
 		t.Errorf("/admin/services lacks the derived registry:\n%s", body)
 	}
+}
+
+// TestZooKeeperRestartedProviderRedialled: a provider that crashes (its
+// node stays, as until its session expires) and comes back on the same
+// address registering anew is called as soon as its new node is seen, not
+// after the reconnect backoff the client grew while it was down.
+func TestZooKeeperRestartedProviderRedialled(t *testing.T) {
+	f := newZKFixture(t)
+	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range dubbotest.DemoServices() {
+		s.Register(svc)
+	}
+	a, err := s.Listen(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := a.String()
+	node := f.provide(t, "com.example.demo.UserService", addr, "&methods=getUser&pid=1")
+	tg := startGW(t, f.gatewayYAML(""))
+	if r := do(t, "GET", tg.base+"/api/users/1", nil); r.status != http.StatusOK {
+		t.Fatalf("before the crash: %d %s", r.status, r.body)
+	}
+	_ = s.Close(context.Background())
+	// Six failed dials in a row: the client's next wait is 1.6 s to 3.2 s.
+	dialErrors := regexp.MustCompile(`dubbogw_dubbo_dial_errors_total\{addr="` + regexp.QuoteMeta(addr) + `"\} (\d+)`)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := dialErrors.FindStringSubmatch(do(t, "GET", tg.admin+"/metrics", nil).body)
+		if n, _ := strconv.Atoi(safeIndex(m, 1)); n >= 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client did not fail six dials in 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s2 := dubbotest.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range dubbotest.DemoServices() {
+		s2.Register(svc)
+	}
+	if _, err := s2.Listen(context.Background(), addr); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s2.Close(context.Background()) })
+	// The restarted process registers anew (another pid), then the old
+	// session's node goes.
+	f.provide(t, "com.example.demo.UserService", addr, "&methods=getUser&pid=2")
+	f.deleteTree(node)
+	start := time.Now()
+	for {
+		r := do(t, "GET", tg.base+"/api/users/2", nil)
+		if r.status == http.StatusOK {
+			break
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("still %d %s 5s after the provider registered again", r.status, r.body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if d := time.Since(start); d > 1200*time.Millisecond {
+		t.Errorf("answered %v after the provider registered again; the client's backoff alone is at least 1.6s", d)
+	}
+}
+
+func safeIndex(s []string, i int) string {
+	if i < len(s) {
+		return s[i]
+	}
+	return ""
 }
 
 // TestZooKeeperPassthroughFirstCall: the first pass-through call of a

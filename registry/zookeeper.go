@@ -78,6 +78,12 @@ type ZooKeeperOptions struct {
 	// MetadataCache bounds the metadata entries kept (per instance and
 	// revision) beyond those live instances use. Default 1024.
 	MetadataCache int
+	// Redial, when set, is called (on the registry's goroutine; it must not
+	// block) with the address of each provider that appears in a
+	// directory: new, or registered anew (a restarted process), so that the
+	// Dubbo client can dial it now rather than after a reconnect backoff
+	// the old process earned.
+	Redial func(addr string)
 	// Logger logs connection changes, skipped URLs and failed operations.
 	// Default slog.Default().
 	Logger *slog.Logger

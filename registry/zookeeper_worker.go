@@ -1032,12 +1032,32 @@ func (w *zkWorker) publish(s *ifaceState) {
 		if d.State() == DirOK && slices.Equal(d.Providers(), snap) && maps.Equal(d.origins(), origins) {
 			continue
 		}
+		prev := d.Providers()
 		d.setWithOrigins(snap, origins)
 		if w.hooks.published != nil {
 			w.hooks.published(key, snap)
 		}
+		w.redialNew(prev, snap)
 	}
 	s.reweighted = next
+}
+
+// redialNew hands ZooKeeperOptions.Redial the address of every provider
+// in snap that prev did not have: one that registered (again), perhaps a
+// process restarted on an address the client is still backing off from.
+func (w *zkWorker) redialNew(prev, snap []*cluster.Provider) {
+	if w.z.opts.Redial == nil {
+		return
+	}
+	old := make(map[*cluster.Provider]bool, len(prev))
+	for _, p := range prev {
+		old[p] = true
+	}
+	for _, p := range snap {
+		if !old[p] {
+			w.z.opts.Redial(p.Addr)
+		}
+	}
 }
 
 func (s *ifaceState) markStale() {
