@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,19 +34,23 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // directTransport is an http.RoundTripper for plain http:// targets doing
 // each HTTP/1.1 exchange on the calling goroutine, over a bounded pool of
-// idle connections per target host; it starts no goroutine of its own.
-// Requests it does not handle (see handles) go to fallback.
+// idle connections per target host. Its one goroutine of its own closes
+// idle connections once they expire (and forgets hosts with none), until
+// Close. Requests it does not handle (see handles) go to fallback.
 type directTransport struct {
 	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
 	fallback    *http.Transport
 	maxIdle     int           // idle connections kept per host
 	maxOpen     int           // open connections per host; 0: no cap
-	idleTimeout time.Duration // an idle connection older than this is closed when taken
+	idleTimeout time.Duration // an idle connection older than this is closed
 	now         func() time.Time
 
 	mu     sync.Mutex
 	hosts  map[string]*hostConns // by req.URL.Host
 	closed bool
+
+	stopSweep chan struct{} // closed by Close
+	swept     chan struct{} // closed when the sweeper has returned
 }
 
 // hostConns is the connections of one target host. Its fields are guarded by directTransport.mu.
@@ -81,7 +86,7 @@ func (c *directConn) Read(p []byte) (int, error) {
 }
 
 func newDirectTransport(fallback *http.Transport, maxIdle, maxOpen int, idleTimeout time.Duration) *directTransport {
-	return &directTransport{
+	t := &directTransport{
 		dial:        fallback.DialContext,
 		fallback:    fallback,
 		maxIdle:     maxIdle,
@@ -89,7 +94,66 @@ func newDirectTransport(fallback *http.Transport, maxIdle, maxOpen int, idleTime
 		idleTimeout: idleTimeout,
 		now:         time.Now,
 		hosts:       make(map[string]*hostConns),
+		stopSweep:   make(chan struct{}),
+		swept:       make(chan struct{}),
 	}
+	go t.sweep(sweepInterval(idleTimeout))
+	return t
+}
+
+// sweepInterval is how often idle connections are checked for expiry: a
+// quarter of the idle timeout, so one closes at most a quarter late, but
+// not more often than every 100 ms nor less than every 30 s.
+func sweepInterval(idleTimeout time.Duration) time.Duration {
+	return min(max(idleTimeout/4, 100*time.Millisecond), 30*time.Second)
+}
+
+// sweep closes expired idle connections every interval until Close.
+func (t *directTransport) sweep(every time.Duration) {
+	defer close(t.swept)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stopSweep:
+			return
+		case <-tick.C:
+			t.closeExpired()
+		}
+	}
+}
+
+// closeExpired closes the idle connections older than idleTimeout, and
+// forgets hosts left with no connection (so a target no longer called
+// costs nothing).
+func (t *directTransport) closeExpired() {
+	now := t.now()
+	t.mu.Lock()
+	var stale []*directConn
+	for key, h := range t.hosts {
+		stale = append(stale, t.expireLocked(h, now)...)
+		if h.open == 0 && len(h.waiters) == 0 {
+			delete(t.hosts, key)
+		}
+	}
+	t.mu.Unlock()
+	closeConns(stale)
+}
+
+// expireLocked takes the expired connections out of h's idle list (oldest
+// first) and returns them, to be closed once t.mu is released.
+func (t *directTransport) expireLocked(h *hostConns, now time.Time) []*directConn {
+	n := 0
+	for n < len(h.idle) && now.Sub(h.idle[n].idleSince) > t.idleTimeout {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	stale := slices.Clone(h.idle[:n])
+	h.idle = append(h.idle[:0], h.idle[n:]...)
+	h.open -= n
+	return stale
 }
 
 // handles reports whether the direct transport sends req itself. It leaves
@@ -283,17 +347,8 @@ func (t *directTransport) get(ctx context.Context, u *url.URL, forceNew bool) (*
 	}
 	var stale []*directConn
 	if !forceNew {
-		// Oldest first: stale connections are at the front.
-		now := t.now()
-		n := 0
-		for n < len(h.idle) && now.Sub(h.idle[n].idleSince) > t.idleTimeout {
-			n++
-		}
-		if n > 0 {
-			stale = append(stale, h.idle[:n]...)
-			h.idle = append(h.idle[:0], h.idle[n:]...)
-			h.open -= n
-		}
+		// Between two sweeps, an expired connection is not handed out.
+		stale = t.expireLocked(h, t.now())
 		if last := len(h.idle) - 1; last >= 0 {
 			c := h.idle[last]
 			h.idle[last] = nil
@@ -423,9 +478,15 @@ func (t *directTransport) stats() poolStats {
 	return st
 }
 
-// Close closes the idle connections; connections returned later are closed too.
+// Close stops the sweeper and closes the idle connections; connections
+// returned later are closed too.
 func (t *directTransport) Close() {
 	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	close(t.stopSweep)
 	t.closed = true
 	var idle []*directConn
 	for _, h := range t.hosts {
@@ -435,6 +496,7 @@ func (t *directTransport) Close() {
 	}
 	t.mu.Unlock()
 	closeConns(idle)
+	<-t.swept
 }
 
 func closeConns(conns []*directConn) {

@@ -536,3 +536,64 @@ func TestDirectPoolMetric(t *testing.T) {
 		t.Error("a closed upstream's pool is still exported")
 	}
 }
+
+// TestDirectSweepClosesExpiredIdle: with no further traffic, an idle
+// connection is closed once it expires (by the transport's sweeper, not at
+// the next request), the target sees it closed, the host is forgotten,
+// and Close stops the sweeper.
+func TestDirectSweepClosesExpiredIdle(t *testing.T) {
+	closed := make(chan struct{}, 1)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			select {
+			case closed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	std, err := newTransport(&config.Upstream{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(std.CloseIdleConnections)
+	d := newDirectTransport(std, 4, 0, 200*time.Millisecond)
+	send(t, d, "GET", srv.URL+"/", nil)
+	if st := d.stats(); st != (poolStats{open: 1, idle: 1}) {
+		t.Fatalf("pool after a request: %+v", st)
+	}
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the idle connection is still open 5s after it expired: %+v", d.stats())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d.mu.Lock()
+		hosts := len(d.hosts)
+		d.mu.Unlock()
+		if hosts == 0 && d.stats() == (poolStats{}) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d hosts, pool %+v after the sweep", hosts, d.stats())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	done := make(chan struct{})
+	go func() { d.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return: the sweeper did not stop")
+	}
+	select {
+	case <-d.swept:
+	default:
+		t.Fatal("the sweeper is still running after Close")
+	}
+}
