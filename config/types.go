@@ -223,14 +223,15 @@ type Upstream struct {
 	Retry Retry `yaml:"retry"`
 	// PassiveHealth ejects failing targets and lets them back through probes.
 	PassiveHealth PassiveHealth `yaml:"passive_health"`
-	// Transport sends the requests: "standard" (default, net/http's
-	// Transport) or "direct" (experimental: HTTP/1.1 exchanges on the calling
-	// goroutine for http:// targets; https targets, upgrades and
-	// Expect: 100-continue still use the standard transport).
+	// Transport sends the requests: "direct" (default: HTTP/1.1 exchanges
+	// on the calling goroutine over pooled connections, for http://
+	// targets; https targets, upgrades, Expect: 100-continue, trailers and
+	// large or streamed bodies go through net/http's Transport) or
+	// "standard" (net/http's Transport for everything).
 	Transport string `yaml:"transport"`
 }
 
-// Values of Upstream.Transport; "" means TransportStandard.
+// Values of Upstream.Transport; "" means TransportDirect.
 const (
 	TransportStandard = "standard"
 	TransportDirect   = "direct"

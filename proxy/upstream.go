@@ -56,7 +56,7 @@ type Upstream struct {
 	timeout      time.Duration
 	preserveHost bool
 	transport    *http.Transport
-	direct       *directTransport // nil unless transport: direct; falls back to transport
+	direct       *directTransport // nil with transport: standard; falls back to transport
 	buffers      bufferPool
 
 	retries      int
@@ -135,8 +135,8 @@ func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger, opts .
 	}
 	u.transport = transport
 	switch cfg.Transport {
-	case "", config.TransportStandard:
-	case config.TransportDirect:
+	case config.TransportStandard:
+	case "", config.TransportDirect:
 		u.direct = newDirectTransport(transport, transport.MaxIdleConnsPerHost, transport.MaxConnsPerHost, transport.IdleConnTimeout)
 	default:
 		return nil, fmt.Errorf("transport: %q is not standard or direct", cfg.Transport)

@@ -45,18 +45,18 @@ registries:
   echo:
     targets: [{url: %q}]
     pool: {max_idle_per_target: %d}
-  echo-direct:
+  echo-standard:
     targets: [{url: %q}]
     pool: {max_idle_per_target: %d}
-    transport: direct
+    transport: standard
 routes:
   - name: http-users
     match: {methods: [GET], path: "/http/users/{id}"}
     upstream: echo
-  - name: direct-http-users
-    match: {methods: [GET], path: "/direct/http/users/{id}"}
-    filters: [{rewrite: {strip_prefix: /direct}}]
-    upstream: echo-direct
+  - name: standard-http-users
+    match: {methods: [GET], path: "/standard/http/users/{id}"}
+    filters: [{rewrite: {strip_prefix: /standard}}]
+    upstream: echo-standard
   - name: auth-http-users
     match: {methods: [GET], path: "/auth/http/users/{id}"}
     filters: [{rewrite: {strip_prefix: /auth}}, {auth: {key_prefix: %q}}]

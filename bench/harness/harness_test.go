@@ -79,11 +79,11 @@ func TestBenchSmoke(t *testing.T) {
 			rows = append(rows, line)
 		}
 	}
-	// 1, 8 conns: rows 1–4 each; at 8: direct transport, two auth rows, 100 routes, 10 providers.
+	// 1, 8 conns: rows 1–4 each; at 8: standard transport, two auth rows, 100 routes, 10 providers.
 	if len(rows) != 13 {
 		t.Fatalf("%d table rows, want 13:\n%s", len(rows), report)
 	}
-	for _, want := range []string{"2. nginx → upstream | 8 |", "3. dubbogw → upstream, direct transport | 8 |", "5. dubbogw → Dubbo, Redis token auth | 8 |", "3. dubbogw → upstream, 100 routes | 8 |", "4. dubbogw → Dubbo, 10 providers | 8 |"} {
+	for _, want := range []string{"2. nginx → upstream | 8 |", "3. dubbogw → upstream, standard transport | 8 |", "5. dubbogw → Dubbo, Redis token auth | 8 |", "3. dubbogw → upstream, 100 routes | 8 |", "4. dubbogw → Dubbo, 10 providers | 8 |"} {
 		if !strings.Contains(report, "| "+want) {
 			t.Errorf("no row %q in\n%s", want, report)
 		}

@@ -10,13 +10,13 @@ import (
 type kind int
 
 const (
-	kindDirect            kind = iota // 1. the load generator straight to the upstream
-	kindNginx                         // 2. through nginx
-	kindGatewayHTTP                   // 3. through dubbogw, HTTP route
-	kindGatewayDubbo                  // 4. through dubbogw, HTTP→Dubbo route (generic getUser)
-	kindGatewayHTTPAuth               // 5. row 3 with Redis token auth
-	kindGatewayDubboAuth              // 5. row 4 with Redis token auth
-	kindGatewayHTTPDirect             // 3. row 3 through the upstream's experimental direct transport
+	kindDirect              kind = iota // 1. the load generator straight to the upstream
+	kindNginx                           // 2. through nginx
+	kindGatewayHTTP                     // 3. through dubbogw, HTTP route
+	kindGatewayDubbo                    // 4. through dubbogw, HTTP→Dubbo route (generic getUser)
+	kindGatewayHTTPAuth                 // 5. row 3 with Redis token auth
+	kindGatewayDubboAuth                // 5. row 4 with Redis token auth
+	kindGatewayHTTPStandard             // 3. row 3 through net/http's Transport instead of the direct one
 )
 
 // Base sizes: rows with other route or provider counts are the cost-growth rows.
@@ -60,8 +60,8 @@ func (r *row) name() string {
 		return "5. dubbogw → upstream, Redis token auth"
 	case kindGatewayDubboAuth:
 		return "5. dubbogw → Dubbo, Redis token auth"
-	case kindGatewayHTTPDirect:
-		return "3. dubbogw → upstream, direct transport"
+	case kindGatewayHTTPStandard:
+		return "3. dubbogw → upstream, standard transport"
 	}
 	return "?"
 }
@@ -71,7 +71,7 @@ func (r *row) id() string {
 	names := map[kind]string{
 		kindDirect: "direct", kindNginx: "nginx", kindGatewayHTTP: "gateway-http", kindGatewayDubbo: "gateway-dubbo",
 		kindGatewayHTTPAuth: "gateway-http-auth", kindGatewayDubboAuth: "gateway-dubbo-auth",
-		kindGatewayHTTPDirect: "gateway-http-direct",
+		kindGatewayHTTPStandard: "gateway-http-standard",
 	}
 	return fmt.Sprintf("%s-c%d-r%d-p%d", names[r.kind], r.conns, r.routes, r.providers)
 }
@@ -87,7 +87,7 @@ type plan struct {
 // planSpec says which rows to measure.
 type planSpec struct {
 	scalingConns   []int // rows 1–4 at each
-	mainConns      int   // rows 5, the direct transport row and the cost-growth rows at this
+	mainConns      int   // rows 5, the standard transport row and the cost-growth rows at this
 	routeCounts    []int // must include baseRoutes
 	providerCounts []int // must include baseProviders
 }
@@ -112,7 +112,7 @@ func newPlan(s *stack, spec planSpec) *plan {
 		if c != spec.mainConns {
 			continue
 		}
-		add(gwRow(kindGatewayHTTPDirect, c, base, baseProviders, "/direct/http/users/42"))
+		add(gwRow(kindGatewayHTTPStandard, c, base, baseProviders, "/standard/http/users/42"))
 		add(gwRow(kindGatewayHTTPAuth, c, base, baseProviders, "/auth/http/users/42", auth...))
 		add(gwRow(kindGatewayDubboAuth, c, base, baseProviders, "/auth/api/users/42", auth...))
 		for _, n := range spec.routeCounts {
@@ -217,7 +217,7 @@ func (p *plan) goals() []*goal {
 			continue
 		}
 		switch r.kind {
-		case kindGatewayHTTP, kindGatewayHTTPDirect:
+		case kindGatewayHTTP, kindGatewayHTTPStandard:
 			if n := p.find(kindNginx, r.conns); n != nil {
 				thr := ratio(r.throughput(), n.throughput())
 				p99 := ratio(float64(r.latency(p99)), float64(n.latency(p99)))
