@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // field is one JSON field of a token's value the filter uses.
@@ -399,11 +401,15 @@ func validHeaderValue(v string) bool {
 
 // identityCache keeps parsed identities by token value (a value always
 // parses the same way, so entries never go stale); beyond limit entries it
-// starts over.
+// starts over. entries and resets, when set, export its size and how often
+// it started over (a cache that keeps starting over is too small for the
+// tokens in use).
 type identityCache struct {
-	m     sync.Map // value → *identity, nil for a value that is no identity
-	n     atomic.Int64
-	limit int64
+	m       sync.Map // value → *identity, nil for a value that is no identity
+	n       atomic.Int64
+	limit   int64
+	entries prometheus.Gauge
+	resets  prometheus.Counter
 }
 
 func (c *identityCache) get(value string, parse func(string) *identity) *identity {
@@ -411,10 +417,18 @@ func (c *identityCache) get(value string, parse func(string) *identity) *identit
 		return v.(*identity)
 	}
 	id := parse(value)
-	if c.n.Add(1) > c.limit {
+	n := c.n.Add(1)
+	if n > c.limit {
 		c.m.Clear()
 		c.n.Store(1)
+		n = 1
+		if c.resets != nil {
+			c.resets.Inc()
+		}
 	}
 	c.m.Store(strings.Clone(value), id)
+	if c.entries != nil {
+		c.entries.Set(float64(n))
+	}
 	return id
 }

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 var testFields = fields{
@@ -144,5 +147,25 @@ func TestIdentityCacheBound(t *testing.T) {
 		if c.get(`nope`, parse) != nil {
 			t.Error("an invalid value gave an identity")
 		}
+	}
+}
+
+// TestIdentityCacheMetrics: the cache exports its size, and counts the
+// times it was full and started over.
+func TestIdentityCacheMetrics(t *testing.T) {
+	m := newFilterMetrics(prometheus.NewRegistry(), "r")
+	c := identityCache{limit: 3, entries: m.identities, resets: m.resets}
+	parse := func(v string) *identity { return &identity{userID: v} }
+	for _, v := range []string{"a", "b", "a", "c"} {
+		if id := c.get(v, parse); id == nil || id.userID != v {
+			t.Fatalf("get(%q) = %+v", v, id)
+		}
+	}
+	if e, r := testutil.ToFloat64(m.identities), testutil.ToFloat64(m.resets); e != 3 || r != 0 {
+		t.Fatalf("after 3 distinct values: entries %v, resets %v", e, r)
+	}
+	c.get("d", parse) // the fourth: the cache starts over with it
+	if e, r := testutil.ToFloat64(m.identities), testutil.ToFloat64(m.resets); e != 1 || r != 1 {
+		t.Fatalf("after a fourth value: entries %v, resets %v; want 1, 1", e, r)
 	}
 }

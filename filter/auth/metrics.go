@@ -60,6 +60,8 @@ type filterMetrics struct {
 	lookup       [numLookupResults]prometheus.Observer
 	renewQueue   prometheus.Gauge
 	renewTracked prometheus.Gauge
+	identities   prometheus.Gauge
+	resets       prometheus.Counter
 }
 
 func newFilterMetrics(reg prometheus.Registerer, route string) *filterMetrics {
@@ -84,14 +86,25 @@ func newFilterMetrics(reg prometheus.Registerer, route string) *filterMetrics {
 		Name: "dubbogw_auth_renew_tracked_tokens",
 		Help: "Tokens remembered as renewed within the renewal interval (at most 100000 per route).",
 	}, []string{"route"})
+	identities := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dubbogw_auth_identity_cache_entries",
+		Help: "Token values whose parsed identity is cached (at most 65536 per route).",
+	}, []string{"route"})
+	resets := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dubbogw_auth_identity_cache_resets_total",
+		Help: "Times the identity cache was full and started over (often: more distinct tokens in use than it holds).",
+	}, []string{"route"})
 	if reg != nil {
+		identities = register(reg, identities)
+		resets = register(reg, resets)
 		requests = register(reg, requests)
 		renewals = register(reg, renewals)
 		lookups = register(reg, lookups)
 		queue = register(reg, queue)
 		tracked = register(reg, tracked)
 	}
-	m := &filterMetrics{renewQueue: queue.WithLabelValues(route), renewTracked: tracked.WithLabelValues(route)}
+	m := &filterMetrics{renewQueue: queue.WithLabelValues(route), renewTracked: tracked.WithLabelValues(route),
+		identities: identities.WithLabelValues(route), resets: resets.WithLabelValues(route)}
 	for o := range numOutcomes {
 		m.outcomes[o] = requests.WithLabelValues(route, o.String())
 	}

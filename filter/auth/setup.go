@@ -166,6 +166,7 @@ func New(cfg *config.Auth, deps Deps) (*Filter, error) {
 	}
 
 	f.m = newFilterMetrics(deps.Metrics, deps.Route)
+	f.identities.entries, f.identities.resets = f.m.identities, f.m.resets
 	if sliding {
 		f.threshold = threshold
 		f.renewer = newRenewer(f.store, threshold, window, interval, f.timeout, f.m, f.log)
