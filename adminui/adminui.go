@@ -34,17 +34,23 @@ type asset struct {
 	contentType string
 }
 
-// Handler serves the page at Path (and Path + "/") and its assets at
-// Path + "/app.js" and Path + "/app.css"; any other path is 404.
+// Handler serves the page at Path + "/" (Path redirects there) and its
+// assets at Path + "/app.js" and Path + "/app.css"; any other path is 404.
+// The page names its assets and the admin API relative to itself, and the
+// redirect is relative too, so the admin listener also works behind a
+// proxy that serves it under a path prefix.
 func Handler() http.Handler {
-	html := asset{page, "text/html; charset=utf-8"}
 	assets := map[string]asset{
-		Path:              html,
-		Path + "/":        html,
+		Path + "/":        {page, "text/html; charset=utf-8"},
 		Path + "/app.js":  {script, "text/javascript; charset=utf-8"},
 		Path + "/app.css": {style, "text/css; charset=utf-8"},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == Path {
+			w.Header().Set("Location", "ui/") // relative: keeps a proxy's prefix
+			w.WriteHeader(http.StatusMovedPermanently)
+			return
+		}
 		a, ok := assets[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)

@@ -30,7 +30,7 @@ func TestHandlerServesThePageOffline(t *testing.T) {
 	// absolute URL at all, but the SVG namespace (a name, never fetched).
 	external := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}`)
 	for path, wantType := range map[string]string{
-		Path:              "text/html",
+		Path:              "text/html", // the client follows the redirect to Path + "/"
 		Path + "/":        "text/html",
 		Path + "/app.js":  "text/javascript",
 		Path + "/app.css": "text/css",
@@ -48,8 +48,8 @@ func TestHandlerServesThePageOffline(t *testing.T) {
 			}
 		}
 	}
-	_, page := get(Path)
-	for _, want := range []string{`src="/admin/ui/app.js"`, `href="/admin/ui/app.css"`, `id="routes"`, `id="rate"`} {
+	_, page := get(Path + "/")
+	for _, want := range []string{`src="app.js"`, `href="app.css"`, `id="routes"`, `id="rate"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}
@@ -59,5 +59,36 @@ func TestHandlerServesThePageOffline(t *testing.T) {
 	}
 	if resp, _ := get(Path + "/index.html.bak"); resp.StatusCode != 404 {
 		t.Errorf("unknown asset: %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestPageWorksUnderAPrefix: the redirect and every URL the page and its
+// script use are relative, so a proxy serving the admin listener under a
+// path prefix (here /ops) serves a working page; the Chromium test of the
+// gateway loads it that way.
+func TestPageWorksUnderAPrefix(t *testing.T) {
+	admin := http.NewServeMux()
+	admin.Handle("GET "+Path, Handler())
+	admin.Handle("GET "+Path+"/", Handler())
+	srv := httptest.NewServer(http.StripPrefix("/ops", admin))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/ops" + Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/ops"+Path+"/" {
+		t.Fatalf("GET /ops%s: %d at %s, want 200 at /ops%s/ (a relative redirect)", Path, resp.StatusCode, resp.Request.URL.Path, Path)
+	}
+	absolute := regexp.MustCompile(`(?:src|href)="/|fetch(?:Text|JSON)?\('/|'/(?:admin|metrics)`)
+	for name, body := range map[string]string{"page": page, "script": script} {
+		if m := absolute.FindAllString(body, -1); len(m) > 0 {
+			t.Errorf("the %s uses absolute paths %q: they break under a prefix", name, m)
+		}
+	}
+	for _, ref := range []string{"'../routes'", "'../services'", "'../limits'", "'../../metrics'"} {
+		if !strings.Contains(script, ref) {
+			t.Errorf("the script does not fetch %s", ref)
+		}
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -230,7 +233,15 @@ routes:
              params: [{type: java.lang.String, from: path, name: id}]}}
 `, a.URL, provider))
 
-	browser.call("Page.navigate", map[string]any{"url": tg.admin + "/admin/ui"})
+	// The admin listener is reached through a proxy that serves it under
+	// /ops, as an operator's ingress might: the page must work there too.
+	adminURL, err := url.Parse(tg.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingress := httptest.NewServer(http.StripPrefix("/ops", httputil.NewSingleHostReverseProxy(adminURL)))
+	t.Cleanup(ingress.Close)
+	browser.call("Page.navigate", map[string]any{"url": ingress.URL + "/ops/admin/ui"})
 	routes := browser.waitFor("route names", `document.querySelector('#routes tbody')?.textContent ?? ''`,
 		func(v string) bool { return strings.Contains(v, "orders-route") && strings.Contains(v, "users-route") })
 	if !strings.Contains(routes, "com.example.demo.UserService.getUser") {

@@ -273,12 +273,12 @@ function every(ms, task) {
 }
 
 every(METRICS_EVERY_MS, async () => {
-  showMetrics(snapshot(parseMetrics(await fetchText('/metrics'))));
+  showMetrics(snapshot(parseMetrics(await fetchText('../../metrics'))));
   setStatus(`updated ${new Date().toLocaleTimeString()}`, 'muted');
 });
 every(ADMIN_EVERY_MS, async () => {
   const [routes, services, limits] = await Promise.all(
-    ['/admin/routes', '/admin/services', '/admin/limits'].map(fetchJSON));
+    ['../routes', '../services', '../limits'].map(fetchJSON));
   showRoutes(routes);
   showServices(services);
   showLimits(limits);
