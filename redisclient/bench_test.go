@@ -2,6 +2,7 @@ package redisclient_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -70,5 +71,42 @@ func BenchmarkGetCached(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkGetMiss is Client.Get of keys the client-side cache does not
+// hold yet (each iteration a key never read before): the lookups of a
+// cold cache, or of tokens seen for the first time.
+func BenchmarkGetMiss(b *testing.B) {
+	addr := testenv.RedisAddr(b)
+	c, _ := newClient(b, config.Redis{Address: addr}, true)
+	raw := rawClient(b, addr)
+	ctx := context.Background()
+	prefix := keyPrefix(b) + "miss:"
+	const keys = 20000
+	cmds := make(rueidis.Commands, 0, keys)
+	for i := range keys {
+		cmds = append(cmds, raw.B().Set().Key(prefix+strconv.Itoa(i)).Value(`{"userId":"u"}`).Px(time.Hour).Build())
+	}
+	for _, r := range raw.DoMulti(ctx, cmds...) {
+		must(b, r)
+	}
+	b.Cleanup(func() {
+		del := make(rueidis.Commands, 0, keys)
+		for i := range keys {
+			del = append(del, raw.B().Del().Key(prefix+strconv.Itoa(i)).Build())
+		}
+		raw.DoMulti(context.Background(), del...)
+	})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i == keys {
+			b.Fatalf("more than %d iterations: run with -benchtime=%dx or fewer", keys, keys)
+		}
+		if _, _, found, err := c.Get(ctx, prefix+strconv.Itoa(i)); !found || err != nil {
+			b.Fatalf("Get: %v %v", found, err)
+		}
+		i++
 	}
 }

@@ -47,7 +47,12 @@ func (c *Client) getValue(ctx context.Context, key string) (value string, pttl t
 }
 
 func (c *Client) getCached(ctx context.Context, rc rueidis.Client, key string, now time.Time) (string, time.Duration, bool, error) {
-	resp := rc.DoCache(ctx, rc.B().Get().Key(key).Cache(), c.cacheTTL)
+	// GET and PTTL in one call: on a miss, both go to Redis in one round
+	// trip (pipelined); on a hit, both come from the local cache.
+	resps := rc.DoMultiCache(ctx,
+		rueidis.CT(rc.B().Get().Key(key).Cache(), c.cacheTTL),
+		rueidis.CT(rc.B().Pttl().Key(key).Cache(), c.cacheTTL))
+	resp, ttl := resps[0], resps[1]
 	if err := resp.NonRedisError(); err != nil {
 		return "", 0, false, err
 	}
@@ -61,7 +66,6 @@ func (c *Client) getCached(ctx context.Context, rc rueidis.Client, key string, n
 	if err != nil {
 		return "", 0, hit, err // rueidis.Nil when there is no such key
 	}
-	ttl := rc.DoCache(ctx, rc.B().Pttl().Key(key).Cache(), c.cacheTTL)
 	ms, err := ttl.ToInt64()
 	if err != nil {
 		return "", 0, hit, err
