@@ -704,10 +704,20 @@ func (w *zkWorker) take(pw *pathWatch, r opResult) {
 // exists (it fires on a change or the deletion), an exists watch (which
 // fires on its creation) when it does not.
 func watchData(conn *zk.Conn, path string) opResult {
-	for range 3 {
+	return readOrAwait(conn, path, func() (opResult, error) {
 		data, _, ch, err := conn.GetW(path)
+		return opResult{data: data, exists: true, watch: ch}, err
+	})
+}
+
+// readOrAwait reads path with readW, which sets a watch when the node
+// exists; when it does not, it sets an exists watch instead, which fires
+// on the node's creation.
+func readOrAwait(conn *zk.Conn, path string, readW func() (opResult, error)) opResult {
+	for range 3 {
+		r, err := readW()
 		if err == nil {
-			return opResult{data: data, exists: true, watch: ch}
+			return r
 		}
 		if !errors.Is(err, zk.ErrNoNode) {
 			return opResult{err: err}
@@ -719,8 +729,10 @@ func watchData(conn *zk.Conn, path string) opResult {
 		if !exists {
 			return opResult{watch: ch}
 		}
-		// Created between the two calls: ExistsW set a data watch, which
-		// fires on the next change; it is left unread. Read again.
+		// Created between the two calls. ExistsW then set a data watch,
+		// which fires only if the node's data changes or it is deleted; it
+		// is left unread (the client buffers its one event and drops the
+		// channel). Read again, for the watch readW sets.
 	}
 	return opResult{err: fmt.Errorf("%s keeps appearing and disappearing", path)}
 }
@@ -750,27 +762,10 @@ func getData(conn *zk.Conn, path string) opResult {
 // when the node exists, an exists watch (which fires on its creation) when
 // it does not.
 func watchChildren(conn *zk.Conn, path string) opResult {
-	for range 3 {
+	return readOrAwait(conn, path, func() (opResult, error) {
 		children, _, ch, err := conn.ChildrenW(path)
-		if err == nil {
-			return opResult{children: children, exists: true, watch: ch}
-		}
-		if !errors.Is(err, zk.ErrNoNode) {
-			return opResult{err: err}
-		}
-		exists, _, ch, err := conn.ExistsW(path)
-		if err != nil {
-			return opResult{err: err}
-		}
-		if !exists {
-			return opResult{watch: ch}
-		}
-		// Created between the two calls. ExistsW then set a data watch,
-		// which fires only if the node's data changes or it is deleted; it
-		// is left unread (the client buffers its one event and drops the
-		// channel). List again, for a child watch.
-	}
-	return opResult{err: fmt.Errorf("%s keeps appearing and disappearing", path)}
+		return opResult{children: children, exists: true, watch: ch}, err
+	})
 }
 
 func listChildren(conn *zk.Conn, path string) opResult {
