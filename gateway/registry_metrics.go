@@ -17,7 +17,7 @@ type registryCollector struct {
 	table *atomic.Pointer[table]
 
 	subscriptions, watches, references, providers, connected, degraded, registered,
-	reconnects, expiries, applications, instances, metadataFetches, metadataCached *prometheus.Desc
+	reconnects, expiries, applications, instances, metadataFetches, metadataCached, metadataInFlight *prometheus.Desc
 }
 
 func newRegistryCollector(t *atomic.Pointer[table]) *registryCollector {
@@ -51,12 +51,14 @@ func newRegistryCollector(t *atomic.Pointer[table]) *registryCollector {
 			[]string{"registry", "result"}, nil),
 		metadataCached: prometheus.NewDesc("dubbogw_registry_metadata_cached",
 			"Instance metadata entries cached (per instance and revision).", l, nil),
+		metadataInFlight: prometheus.NewDesc("dubbogw_registry_metadata_fetches_in_flight",
+			"Instance metadata fetches under way (at most the registry's metadata.concurrency).", l, nil),
 	}
 }
 
 func (c *registryCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.subscriptions, c.watches, c.references, c.providers, c.connected,
-		c.degraded, c.registered, c.reconnects, c.expiries, c.applications, c.instances, c.metadataFetches, c.metadataCached} {
+		c.degraded, c.registered, c.reconnects, c.expiries, c.applications, c.instances, c.metadataFetches, c.metadataCached, c.metadataInFlight} {
 		ch <- d
 	}
 }
@@ -83,6 +85,7 @@ func (c *registryCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.applications, float64(st.Applications))
 		gauge(c.instances, float64(st.Instances))
 		gauge(c.metadataCached, float64(st.MetadataCached))
+		gauge(c.metadataInFlight, float64(st.MetadataInFlight))
 		ch <- prometheus.MustNewConstMetric(c.metadataFetches, prometheus.CounterValue, float64(st.MetadataFetches-st.MetadataFailures), name, "ok")
 		ch <- prometheus.MustNewConstMetric(c.metadataFetches, prometheus.CounterValue, float64(st.MetadataFailures), name, "failed")
 		for _, d := range reg.Directories() {

@@ -98,6 +98,9 @@ type Status struct {
 	MetadataFetches  uint64 `json:"metadata_fetches,omitempty"`
 	MetadataFailures uint64 `json:"metadata_failures,omitempty"`
 	MetadataCached   int    `json:"metadata_cached,omitempty"`
+	// MetadataInFlight is the fetches under way (at most the registry's
+	// metadata concurrency).
+	MetadataInFlight int `json:"metadata_in_flight,omitempty"`
 }
 
 // Directory states, as DirectoryStatus.State reports them.

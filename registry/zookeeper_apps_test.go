@@ -715,9 +715,13 @@ func TestZooKeeperAppsFirstPublicationWaitsForMetadata(t *testing.T) {
 			t.Fatalf("ready (%s, %v) while the metadata is being fetched", d.State(), addrsOf(d.Providers()))
 		default:
 		}
+		if n := r.Status().MetadataInFlight; n != 1 {
+			t.Errorf("%d metadata fetches in flight while one is blocked; want 1", n)
+		}
 		close(gate)
 		waitReady(t, d)
 		checkAddrs(t, d, inst.addr())
+		r.waitUntil(t, "no fetch in flight", func() bool { return r.Status().MetadataInFlight == 0 })
 		for _, p := range r.publications() {
 			if p.key == key {
 				if !slices.Equal(p.addrs, []string{inst.addr()}) {

@@ -1175,6 +1175,7 @@ func (w *zkWorker) publishStatus() {
 	st.Watches, st.OrphanWatches = w.countWatches()
 	st.Applications, st.Instances = w.appCounts()
 	st.MetadataFetches, st.MetadataFailures, st.MetadataCached = w.metaFetches, w.metaFailures, len(w.meta)
+	st.MetadataInFlight = w.fetching
 	st.SessionRecycles = w.recycles
 	for _, c := range w.consumers {
 		if c.registered {
