@@ -163,6 +163,7 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 		State     string         `json:"state"`
 		Refs      int            `json:"references"`
 		Updated   time.Time      `json:"updated,omitzero"`
+		Discovery string         `json:"discovery,omitempty"` // interface, application or both
 		Providers []providerView `json:"providers"`
 	}
 	type registryView struct {
@@ -202,7 +203,7 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 		regs = append(regs, registryView{Name: name, Status: reg.Status(), References: t.references[name].Len()})
 		for _, d := range reg.Directories() {
 			sv := serviceView{Registry: name, Service: d.Service, State: d.State, Refs: d.Refs, Updated: d.Updated,
-				Providers: make([]providerView, 0, len(d.Providers))}
+				Discovery: d.Discovery, Providers: make([]providerView, 0, len(d.Providers))}
 			for _, p := range d.Providers {
 				bs := map[string]cluster.BreakerState{}
 				for _, rb := range breakers[name] {

@@ -112,10 +112,14 @@ const (
 
 // DirectoryStatus describes one directory.
 type DirectoryStatus struct {
-	Service   string           `json:"service"`
-	State     string           `json:"state"`
-	Refs      int              `json:"references"`
-	Updated   time.Time        `json:"updated,omitzero"`
+	Service string    `json:"service"`
+	State   string    `json:"state"`
+	Refs    int       `json:"references"`
+	Updated time.Time `json:"updated,omitzero"`
+	// Discovery says where the providers were found, for a registry
+	// reading both layouts: "interface", "application", or "both" when
+	// some came from each (or one from both); empty otherwise.
+	Discovery string           `json:"discovery,omitempty"`
 	Providers []ProviderStatus `json:"providers"`
 }
 
@@ -350,7 +354,15 @@ func (s *Directories) Status() []DirectoryStatus {
 		st := DirectoryStatus{Service: e.dir.key.String(), State: e.dir.State(), Refs: e.refs,
 			Updated: e.dir.Updated(), Providers: []ProviderStatus{}}
 		for _, p := range e.dir.Providers() {
-			st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Weight: p.Weight, ProviderOrigin: e.dir.Origin(p.Addr)})
+			o := e.dir.Origin(p.Addr)
+			st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Weight: p.Weight, ProviderOrigin: o})
+			switch {
+			case o.Source == "" || st.Discovery == o.Source:
+			case st.Discovery == "":
+				st.Discovery = o.Source
+			default:
+				st.Discovery = SourceBoth
+			}
 		}
 		out = append(out, st)
 	}

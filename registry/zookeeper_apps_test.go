@@ -420,6 +420,9 @@ func TestZooKeeperAppsRemoteMetadata(t *testing.T) {
 	checkAddrs(t, dUsersG1, "127.0.0.1:42287")
 	checkOrigin(t, dUsersG1, "127.0.0.1:42287", ProviderOrigin{Source: SourceApplication, App: "facts-gv", Revision: goRev})
 	for _, ds := range r.Directories() {
+		if len(ds.Providers) > 0 && ds.Discovery != SourceApplication {
+			t.Errorf("admin view of %s: discovery %q, want application", ds.Service, ds.Discovery)
+		}
 		for _, p := range ds.Providers {
 			if p.Source != SourceApplication || p.App == "" || p.Revision == "" {
 				t.Errorf("admin view of %s: %+v", ds.Service, p)
@@ -481,7 +484,7 @@ func TestZooKeeperAppsAutoMerge(t *testing.T) {
 	checkOrigin(t, d, "10.8.0.3:20880", app)
 	ds := r.Directories()
 	if len(ds) != 1 || len(ds[0].Providers) != 3 || ds[0].Providers[0].Source != SourceBoth || ds[0].Providers[0].App != "merge-app" ||
-		ds[0].Providers[1].Source != SourceInterface || ds[0].Providers[2].Source != SourceApplication {
+		ds[0].Providers[1].Source != SourceInterface || ds[0].Providers[2].Source != SourceApplication || ds[0].Discovery != SourceBoth {
 		t.Errorf("admin view %+v", ds)
 	}
 	// providers, configurators, mapping, the application, 2 instances.
