@@ -28,7 +28,7 @@ import (
 // against a Redis answering 200 ms late (a delaying proxy), in four rounds
 // of 5 s each way, so that drift over the run (heap, caches) weighs on both
 // sides alike. While Redis is slow: /livez keeps its p99 under 10 ms, the
-// route without auth keeps its p99 within 1.5× of the healthy runs, the
+// route without auth keeps its p99 within 1.5× (or 5 ms) of the healthy runs, the
 // auth route answers within its 50 ms deadline (503 AUTH_UNAVAILABLE, the
 // configured policy), goroutines and heap stay bounded; each time Redis is
 // healthy again, valid tokens pass within 5 s.
@@ -220,8 +220,12 @@ routes:
 	if d := p99(slow.livez); d >= 10*time.Millisecond {
 		t.Errorf("/livez p99 %v with Redis slow; want < 10ms", d)
 	}
-	if h, s := p99(healthy.open), p99(slow.open); s > h*3/2 {
-		t.Errorf("the route without auth: p99 %v with Redis slow, %v healthy; want within 1.5×", s, h)
+	// Within 1.5× of the healthy p99, or 5 ms above it: a p99 of a few
+	// milliseconds moves by that much with whatever else the machine runs,
+	// while requests queued behind a blocked Redis (the seed's failure)
+	// would wait its 200 ms.
+	if h, s := p99(healthy.open), p99(slow.open); s > h*3/2 && s-h > 5*time.Millisecond {
+		t.Errorf("the route without auth: p99 %v with Redis slow, %v healthy; want within 1.5× or 5ms", s, h)
 	}
 	if d := p99(slow.auth); d > 50*time.Millisecond+25*time.Millisecond {
 		t.Errorf("the auth route: p99 %v with Redis slow; want within its 50ms deadline (+25ms)", d)
