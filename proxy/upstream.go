@@ -422,9 +422,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.proxy.ServeHTTP(w, r)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
-	defer cancel()
-	h.proxy.ServeHTTP(w, r.WithContext(ctx))
+	h.forward(w, r)
 }
 
 // serveError answers a request whose exchange with the upstream failed.

@@ -1,0 +1,239 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/dubbogw/dubbogw/exchange"
+)
+
+// This file forwards a request that is not an upgrade, as
+// httputil.ReverseProxy does, without its per-request copies: ReverseProxy
+// clones the request and its header, and wraps the context once more to
+// forward 1xx answers; here the outgoing request is a shallow copy that
+// shares the incoming request's header, which the proxy owns from here on
+// (it is the end of the route's chain), and edits it in place. Upgrades
+// (WebSocket) still go through ReverseProxy, which hands the connection
+// over. 1xx informational answers of a target are not forwarded.
+
+// hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1 (and the
+// Proxy-Connection of older clients): they describe one connection and are
+// never forwarded.
+var hopHeaders = [...]string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// forward sends r to the upstream under the handler's timeout and copies
+// the answer to w. Editing r's header in place is safe for the server:
+// it decides keep-alive and close from the request when it reads it.
+func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	defer cancel()
+	out := r.WithContext(ctx)
+	outURL := *r.URL // the attempts point it at their target in place
+	out.URL = &outURL
+	if r.ContentLength == 0 {
+		out.Body = nil // nothing to send; a nil body lets the transport retry on a fresh connection
+	}
+	if out.Body != nil {
+		// The transport may still read the body after the handler returned
+		// (its writer goroutine): closing it makes such a read fail rather
+		// than race with the server's reuse of the request.
+		defer out.Body.Close()
+	}
+	if out.Header == nil {
+		out.Header = make(http.Header)
+	}
+	out.Close = false
+	h.u.prepareHeader(r, out.Header)
+	out.URL.RawQuery = cleanQuery(out.URL.RawQuery)
+	if !h.u.preserveHost {
+		out.Host = "" // the transport sends the target's host
+	}
+
+	res, err := h.proxy.Transport.RoundTrip(out)
+	if err != nil {
+		h.serveError(w, out, err)
+		return
+	}
+	if res.StatusCode == http.StatusSwitchingProtocols {
+		res.Body.Close()
+		h.serveError(w, out, errors.New("the target switched protocols, which the request did not ask for"))
+		return
+	}
+	removeHopHeaders(res.Header)
+	dst := w.Header()
+	for k, vv := range res.Header {
+		dst[k] = append(dst[k], vv...)
+	}
+	announced := len(res.Trailer)
+	if announced > 0 {
+		// The transport's answer lists its trailers in Trailer, not in a
+		// header: announce them to the client.
+		names := make([]string, 0, announced)
+		for k := range res.Trailer {
+			names = append(names, k)
+		}
+		dst.Add("Trailer", strings.Join(names, ", "))
+	}
+	w.WriteHeader(res.StatusCode)
+
+	if err := h.copyBody(w, res); err != nil {
+		res.Body.Close()
+		if r.Context().Value(http.ServerContextKey) == nil {
+			return // not under an http.Server (a test's recorder): nothing to abort
+		}
+		// The status line is out: closing the connection is the only way
+		// left to tell the client the answer is incomplete.
+		panic(http.ErrAbortHandler)
+	}
+	res.Body.Close() // before reading res.Trailer, which the body's EOF fills in
+
+	if len(res.Trailer) == 0 {
+		return
+	}
+	// A flush forces chunked encoding, which trailers need, where a short
+	// body would otherwise be sent with a Content-Length.
+	_ = http.NewResponseController(w).Flush()
+	for k, vv := range res.Trailer {
+		if len(res.Trailer) != announced {
+			k = http.TrailerPrefix + k // trailers not announced before the body
+		}
+		dst[k] = append(dst[k], vv...)
+	}
+}
+
+// prepareHeader edits the outgoing header hdr (the incoming request's,
+// shared) of in: it removes the hop-by-hop headers, keeps "Te: trailers",
+// and replaces the forwarding headers: X-Forwarded-For/-Host/-Proto say
+// who asked whom, Forwarded is dropped. A trusted peer's (another proxy's)
+// chain is kept and extended; anyone else's is a forgery and replaced.
+// A request without User-Agent is sent without one (not Go's).
+func (u *Upstream) prepareHeader(in *http.Request, hdr http.Header) {
+	teTrailers := hasToken(hdr["Te"], "trailers")
+	var priorFor []string
+	var proto, host string
+	if info := exchange.From(in.Context()); info != nil && info.TrustedPeer {
+		priorFor, proto, host = hdr["X-Forwarded-For"], hdr.Get("X-Forwarded-Proto"), hdr.Get("X-Forwarded-Host")
+	}
+	removeHopHeaders(hdr)
+	if teTrailers {
+		hdr["Te"] = []string{"trailers"}
+	}
+	delete(hdr, "Forwarded")
+	delete(hdr, "X-Forwarded-For")
+
+	if clientIP, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
+		if len(priorFor) > 0 {
+			clientIP = strings.Join(priorFor, ", ") + ", " + clientIP
+		}
+		hdr["X-Forwarded-For"] = []string{clientIP}
+	}
+	if host == "" {
+		host = in.Host
+	}
+	hdr["X-Forwarded-Host"] = []string{host}
+	if proto == "" {
+		proto = "http"
+		if in.TLS != nil {
+			proto = "https"
+		}
+	}
+	hdr["X-Forwarded-Proto"] = []string{proto}
+	if _, ok := hdr["User-Agent"]; !ok {
+		hdr["User-Agent"] = []string{""}
+	}
+}
+
+// removeHopHeaders deletes the hop-by-hop headers of hdr, and those its
+// Connection header names.
+func removeHopHeaders(hdr http.Header) {
+	for _, v := range hdr["Connection"] {
+		for v != "" {
+			var name string
+			name, v, _ = strings.Cut(v, ",")
+			if name = strings.TrimSpace(name); name != "" {
+				delete(hdr, http.CanonicalHeaderKey(name))
+			}
+		}
+	}
+	for _, name := range hopHeaders {
+		delete(hdr, name)
+	}
+}
+
+// cleanQuery returns the raw query q with the parameters a target could
+// read differently from us dropped: when q holds a ';' (a separator to
+// some servers, not to Go's) or a malformed escape, it is parsed and
+// encoded again, which leaves those out. Other queries are sent as they
+// are, byte for byte.
+func cleanQuery(q string) string {
+	for i := 0; i < len(q); i++ {
+		switch q[i] {
+		case ';':
+			return reencodeQuery(q)
+		case '%':
+			if i+2 >= len(q) || !isHex(q[i+1]) || !isHex(q[i+2]) {
+				return reencodeQuery(q)
+			}
+			i += 2
+		}
+	}
+	return q
+}
+
+func reencodeQuery(q string) string {
+	v, _ := url.ParseQuery(q) // keeps what parses
+	return v.Encode()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// copyBody copies res's body to w with a pooled buffer. A streamed answer
+// (unknown length, or server-sent events) is flushed after each read, so
+// the client sees each piece as the target sends it.
+func (h *handler) copyBody(w http.ResponseWriter, res *http.Response) error {
+	buf := h.u.buffers.Get()
+	defer h.u.buffers.Put(buf)
+	var flush func() error
+	if res.ContentLength == -1 || isEventStream(res.Header.Get("Content-Type")) {
+		rc := http.NewResponseController(w)
+		flush = rc.Flush
+	}
+	for {
+		n, rerr := res.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			if flush != nil {
+				if err := flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+					return err
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			if !errors.Is(rerr, context.Canceled) {
+				h.u.log.Debug("upstream response body read failed", "upstream", h.u.name, "error", rerr)
+			}
+			return rerr
+		}
+	}
+}
+
+// isEventStream reports whether a Content-Type is text/event-stream.
+func isEventStream(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
