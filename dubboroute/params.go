@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 )
@@ -230,7 +231,7 @@ func (h *Handler) resolve(r *http.Request, body []byte) (*args, *argError) {
 func (a *args) str(p *param) (string, bool) {
 	switch p.from {
 	case config.FromPath:
-		v := a.r.PathValue(p.name)
+		v := exchange.PathValue(a.r, p.name)
 		return v, v != ""
 	case config.FromQuery:
 		q := a.r.URL.Query()

@@ -59,7 +59,7 @@ type passthroughBody struct {
 }
 
 func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
-	iface, method := r.PathValue("interface"), r.PathValue("method")
+	iface, method := exchange.PathValue(r, "interface"), exchange.PathValue(r, "method")
 	if !h.passthrough.allowed(iface) {
 		exchange.WriteError(w, r, http.StatusForbidden, exchange.CodeForbidden, "interface "+iface+" is not allowed on this route")
 		return

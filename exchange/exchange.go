@@ -9,6 +9,7 @@ package exchange
 
 import (
 	"context"
+	"net/http"
 	"net/netip"
 	"time"
 )
@@ -38,6 +39,29 @@ type Info struct {
 	// Attachments are identity values the auth filter asks to send to Dubbo
 	// providers as attachments; nil when none.
 	Attachments map[string]string
+	// PathParams are the values the route's path pattern captured, in
+	// order; read them with PathValue.
+	PathParams []PathParam
+}
+
+// PathParam is one value a route's path pattern captured: {Name} = Value.
+type PathParam struct {
+	Name, Value string
+}
+
+// PathValue returns the value the matched route's path pattern captured
+// for name: from the request's Info, where the gateway puts them (no
+// allocation per request), else from r.PathValue (a request routed by an
+// http.ServeMux, or built by a test); "" when there is none.
+func PathValue(r *http.Request, name string) string {
+	if info := From(r.Context()); info != nil {
+		for _, p := range info.PathParams {
+			if p.Name == name {
+				return p.Value
+			}
+		}
+	}
+	return r.PathValue(name)
 }
 
 type ctxKey struct{}

@@ -80,3 +80,21 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 	})
 }
+
+// TestPathValue: the values the gateway put in the request's Info come
+// first; a request without them (routed by an http.ServeMux, or built by a
+// test) falls back to r.PathValue.
+func TestPathValue(t *testing.T) {
+	r := httptest.NewRequest("GET", "/users/7", nil)
+	r.SetPathValue("id", "from-mux")
+	if got := PathValue(r, "id"); got != "from-mux" {
+		t.Errorf("without Info: %q", got)
+	}
+	info := &Info{PathParams: []PathParam{{"id", "7"}, {"tab", "orders"}}}
+	r = r.WithContext(WithInfo(r.Context(), info))
+	for name, want := range map[string]string{"id": "7", "tab": "orders", "none": ""} {
+		if got := PathValue(r, name); got != want {
+			t.Errorf("PathValue(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -30,6 +30,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// One allocation for the request's state and its response recorder.
 	st := &requestState{info: exchange.Info{Start: start}, rec: recorder{ResponseWriter: w, upgraded: &g.hijacked}}
 	info, rec := &st.info, &st.rec
+	info.PathParams = st.params[:0]
 	info.RequestID = requestid.Pick(r.Header.Get(t.reqIDHeader), t.trustReqID)
 	r.Header.Set(t.reqIDHeader, info.RequestID)
 	w.Header().Set(t.reqIDHeader, info.RequestID)
@@ -131,8 +132,10 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 		}
 		defer func() { release(outcome(info)) }()
 	}
+	// The captured values go into the request's Info (backed by its state:
+	// no allocation for up to four), not r.SetPathValue (a map per request).
 	for _, pa := range params {
-		r.SetPathValue(pa.Name, pa.Value)
+		info.PathParams = append(info.PathParams, exchange.PathParam{Name: pa.Name, Value: pa.Value})
 	}
 	if r.ContentLength > rt.maxBody {
 		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
@@ -204,8 +207,9 @@ func cleanPath(p string) string {
 }
 
 type requestState struct {
-	info exchange.Info
-	rec  recorder
+	info   exchange.Info
+	rec    recorder
+	params [4]exchange.PathParam // backs info.PathParams
 }
 
 // recorder notes the status and the bytes written, for metrics and the access log.

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/dubbogw/dubbogw/exchange"
 )
 
 // Wrap returns the rewrite handler in front of next.
@@ -88,7 +90,7 @@ func (h *handler) fill(r *http.Request) string {
 	n := 0
 	for _, p := range h.template {
 		if p.param != "" {
-			n += len(r.PathValue(p.param))
+			n += len(exchange.PathValue(r, p.param))
 		} else {
 			n += len(p.literal)
 		}
@@ -97,7 +99,7 @@ func (h *handler) fill(r *http.Request) string {
 	b.Grow(n)
 	for _, p := range h.template {
 		if p.param != "" {
-			b.WriteString(r.PathValue(p.param))
+			b.WriteString(exchange.PathValue(r, p.param))
 		} else {
 			b.WriteString(p.literal)
 		}
