@@ -65,6 +65,7 @@ type metaKey struct{ app, instance, revision string }
 // fetched, or failed (retried after retryAt).
 type metaEntry struct {
 	key      metaKey
+	users    int // live instances whose metadata this is
 	info     *MetadataInfo
 	fetching bool
 	failures int
@@ -145,6 +146,7 @@ func (w *zkWorker) leaveApp(s *ifaceState, name string) {
 	w.unwatch(a.watch)
 	for _, in := range a.instances {
 		w.unwatch(in.watch)
+		w.useMeta(in, nil)
 	}
 	delete(w.apps, name)
 }
@@ -174,6 +176,7 @@ func (w *zkWorker) setInstances(a *appState, children []string) {
 	for c, in := range a.instances {
 		if !seen[c] {
 			w.unwatch(in.watch)
+			w.useMeta(in, nil)
 			delete(a.instances, c)
 			w.dirtyUsers(a)
 		}
@@ -187,7 +190,8 @@ func (w *zkWorker) setInstances(a *appState, children []string) {
 func (w *zkWorker) setInstance(a *appState, in *instanceState, data []byte, exists bool) {
 	if !exists {
 		// Deleted after the listing: the application's watch lists again.
-		in.seen, in.raw, in.inst, in.meta, in.nodes = false, nil, nil, nil, nil
+		w.useMeta(in, nil)
+		in.seen, in.raw, in.inst, in.nodes = false, nil, nil, nil
 		w.dirtyUsers(a)
 		return
 	}
@@ -199,7 +203,8 @@ func (w *zkWorker) setInstance(a *appState, in *instanceState, data []byte, exis
 	if err != nil {
 		w.z.skipped.Add(1)
 		w.z.log.Warn("skipping an application instance", "app", a.name, "instance", in.child, "err", err)
-		in.inst, in.meta, in.nodes = nil, nil, nil
+		w.useMeta(in, nil)
+		in.inst, in.nodes = nil, nil
 		w.dirtyUsers(a)
 		return
 	}
@@ -210,13 +215,14 @@ func (w *zkWorker) setInstance(a *appState, in *instanceState, data []byte, exis
 	if !inst.RevisionKnown() {
 		// Revision "0" or "N/A": the instance exports nothing (a pure
 		// consumer, or metadata not computed): nothing to fetch or select.
-		in.meta, in.nodes = nil, nil
+		w.useMeta(in, nil)
+		in.nodes = nil
 		w.dirtyUsers(a)
 		return
 	}
 	key := metaKey{app: a.name, instance: in.child, revision: inst.Revision}
 	if in.meta == nil || in.meta.key != key {
-		in.meta = w.metaEntry(key)
+		w.useMeta(in, w.metaEntry(key))
 		w.evictMetadata()
 	}
 	w.applyMetadata(a, in)
@@ -283,28 +289,40 @@ func (w *zkWorker) metaEntry(key metaKey) *metaEntry {
 	return e
 }
 
-// evictMetadata drops the least recently used entries no live instance
-// uses until at most MetadataCache such idle entries are left.
-func (w *zkWorker) evictMetadata() {
-	if len(w.meta) <= w.z.opts.MetadataCache {
-		return // fewer entries than the bound allows idle ones
-	}
-	inUse := make(map[*metaEntry]bool)
-	for _, a := range w.apps {
-		for _, in := range a.instances {
-			if in.meta != nil {
-				inUse[in.meta] = true
-			}
+// useMeta makes e (nil for none) the metadata entry of in, keeping the
+// entries' user counts, and so the count of entries in use, current.
+func (w *zkWorker) useMeta(in *instanceState, e *metaEntry) {
+	if old := in.meta; old != nil {
+		if old.users--; old.users == 0 {
+			w.metaInUse--
 		}
+	}
+	if e != nil {
+		if e.users++; e.users == 1 {
+			w.metaInUse++
+		}
+	}
+	in.meta = e
+}
+
+// evictMetadata keeps at most MetadataCache entries no live instance uses,
+// dropping the least recently used idle ones beyond that. The entries in
+// use are counted as instances take and leave them, so a registry with
+// more instances than the bound scans the cache only when idle entries
+// are really over it.
+func (w *zkWorker) evictMetadata() {
+	limit := w.z.opts.MetadataCache
+	if len(w.meta)-w.metaInUse <= limit {
+		return
 	}
 	var idle []*metaEntry
 	for _, e := range w.meta {
-		if !inUse[e] && !e.fetching {
+		if e.users == 0 && !e.fetching {
 			idle = append(idle, e)
 		}
 	}
 	slices.SortFunc(idle, func(a, b *metaEntry) int { return a.used.Compare(b.used) })
-	for _, e := range idle[:max(len(idle)-w.z.opts.MetadataCache, 0)] {
+	for _, e := range idle[:max(len(idle)-limit, 0)] {
 		delete(w.meta, e.key)
 	}
 }

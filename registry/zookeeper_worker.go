@@ -73,6 +73,7 @@ type zkWorker struct {
 	dirty     map[*ifaceState]struct{} // interfaces to publish again
 
 	meta         map[metaKey]*metaEntry // instance metadata by instance and revision, bounded
+	metaInUse    int                    // entries of meta some live instance uses
 	metaDone     chan metaResult        // fetches' results
 	fetching     int                    // fetches under way
 	metaFetches  uint64
