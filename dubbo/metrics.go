@@ -1,10 +1,11 @@
 package dubbo
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dubbogw/dubbogw/observe"
 )
 
 // outcome classifies a finished call for dubbogw_dubbo_calls_total.
@@ -119,34 +120,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"addr"}),
 	}
 	if reg != nil {
-		m.connections = register(reg, m.connections)
-		m.pending = register(reg, m.pending)
-		m.calls = register(reg, m.calls)
-		m.duration = register(reg, m.duration)
-		m.reconnects = register(reg, m.reconnects)
-		m.dialErrors = register(reg, m.dialErrors)
-		m.heartbeats = register(reg, m.heartbeats)
-		m.idleCloses = register(reg, m.idleCloses)
-		m.readonly = register(reg, m.readonly)
-		m.late = register(reg, m.late)
-		m.batch = register(reg, m.batch)
+		m.connections = observe.MustRegister(reg, m.connections)
+		m.pending = observe.MustRegister(reg, m.pending)
+		m.calls = observe.MustRegister(reg, m.calls)
+		m.duration = observe.MustRegister(reg, m.duration)
+		m.reconnects = observe.MustRegister(reg, m.reconnects)
+		m.dialErrors = observe.MustRegister(reg, m.dialErrors)
+		m.heartbeats = observe.MustRegister(reg, m.heartbeats)
+		m.idleCloses = observe.MustRegister(reg, m.idleCloses)
+		m.readonly = observe.MustRegister(reg, m.readonly)
+		m.late = observe.MustRegister(reg, m.late)
+		m.batch = observe.MustRegister(reg, m.batch)
 	}
 	return m
-}
-
-// register registers c, or returns the collector already registered under
-// the same name, so several Clients (a config reload) share the series.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic("dubbo: registering metrics: " + err.Error())
-	}
-	return c
 }
 
 // addrMetrics are the series of one provider address, resolved once so the

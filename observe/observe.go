@@ -4,6 +4,7 @@
 package observe
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -68,4 +69,31 @@ func NewRegistry() *prometheus.Registry {
 	info.Set(1)
 	reg.MustRegister(info)
 	return reg
+}
+
+// Register registers c with reg, or returns the collector already
+// registered with the same description (by another route's filter, an
+// earlier route table or Client, which then share the series).
+func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("registering metrics: %w", err)
+}
+
+// MustRegister is Register for collectors whose descriptions are fixed in
+// the code, where an error is a programming mistake: it panics.
+func MustRegister[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	c, err := Register(reg, c)
+	if err != nil {
+		panic(err)
+	}
+	return c
 }

@@ -1,9 +1,9 @@
 package redisclient
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dubbogw/dubbogw/observe"
 )
 
 // result classifies a finished command for the command histogram; the error
@@ -112,15 +112,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		m.duration = register(reg, m.duration)
-		m.errors = register(reg, m.errors)
-		m.pending = register(reg, m.pending)
-		m.pendingLimit = register(reg, m.pendingLimit)
-		m.pendingWait = register(reg, m.pendingWait)
-		m.breakerState = register(reg, m.breakerState)
-		m.cacheHits = register(reg, m.cacheHits)
-		m.cacheMisses = register(reg, m.cacheMisses)
-		m.connected = register(reg, m.connected)
+		m.duration = observe.MustRegister(reg, m.duration)
+		m.errors = observe.MustRegister(reg, m.errors)
+		m.pending = observe.MustRegister(reg, m.pending)
+		m.pendingLimit = observe.MustRegister(reg, m.pendingLimit)
+		m.pendingWait = observe.MustRegister(reg, m.pendingWait)
+		m.breakerState = observe.MustRegister(reg, m.breakerState)
+		m.cacheHits = observe.MustRegister(reg, m.cacheHits)
+		m.cacheMisses = observe.MustRegister(reg, m.cacheMisses)
+		m.connected = observe.MustRegister(reg, m.connected)
 	}
 	for r := resultTimeout; r < numResults; r++ {
 		m.errorsByResult[r] = m.errors.WithLabelValues(r.String())
@@ -141,19 +141,4 @@ func (m *metrics) command(name string) *commandMetrics {
 		cm.duration[r] = m.duration.WithLabelValues(name, r.String())
 	}
 	return cm
-}
-
-// register registers c, or returns the collector already registered under
-// the same name, so several Clients (a configuration reload) share the series.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic("redisclient: registering metrics: " + err.Error())
-	}
-	return c
 }

@@ -1,9 +1,9 @@
 package auth
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dubbogw/dubbogw/observe"
 )
 
 // outcome is what became of one request, for dubbogw_auth_requests_total.
@@ -95,13 +95,13 @@ func newFilterMetrics(reg prometheus.Registerer, route string) *filterMetrics {
 		Help: "Times the identity cache was full and started over (often: more distinct tokens in use than it holds).",
 	}, []string{"route"})
 	if reg != nil {
-		identities = register(reg, identities)
-		resets = register(reg, resets)
-		requests = register(reg, requests)
-		renewals = register(reg, renewals)
-		lookups = register(reg, lookups)
-		queue = register(reg, queue)
-		tracked = register(reg, tracked)
+		identities = observe.MustRegister(reg, identities)
+		resets = observe.MustRegister(reg, resets)
+		requests = observe.MustRegister(reg, requests)
+		renewals = observe.MustRegister(reg, renewals)
+		lookups = observe.MustRegister(reg, lookups)
+		queue = observe.MustRegister(reg, queue)
+		tracked = observe.MustRegister(reg, tracked)
 	}
 	m := &filterMetrics{renewQueue: queue.WithLabelValues(route), renewTracked: tracked.WithLabelValues(route),
 		identities: identities.WithLabelValues(route), resets: resets.WithLabelValues(route)}
@@ -115,19 +115,4 @@ func newFilterMetrics(reg prometheus.Registerer, route string) *filterMetrics {
 		m.lookup[r] = lookups.WithLabelValues(route, r.String())
 	}
 	return m
-}
-
-// register registers c, or returns the collector already registered under
-// the same name: the filters of every route share the families.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic("auth: registering metrics: " + err.Error())
-	}
-	return c
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbogw/dubbogw/config"
+
+	"github.com/dubbogw/dubbogw/observe"
 )
 
 // Scripter runs a Lua script in Redis and returns its integer-array reply;
@@ -263,30 +265,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.decisions, err = register(reg, m.decisions); err != nil {
+	if m.decisions, err = observe.Register(reg, m.decisions); err != nil {
 		return nil, err
 	}
-	if m.fallbacks, err = register(reg, m.fallbacks); err != nil {
+	if m.fallbacks, err = observe.Register(reg, m.fallbacks); err != nil {
 		return nil, err
 	}
-	if m.evictions, err = register(reg, m.evictions); err != nil {
+	if m.evictions, err = observe.Register(reg, m.evictions); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the identical collector registered
-// before (by another route's filter or an earlier route table).
-func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-			return existing, nil
-		}
-	}
-	return nil, fmt.Errorf("registering rate limit metrics: %w", err)
 }
