@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
 var (
@@ -92,37 +94,6 @@ func newCluster(t *testing.T, opts Options) *Cluster {
 
 func intp(n int) *int { return &n }
 
-// metricValue returns the value of the series name{labels} in reg, or -1 when absent.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue metrics
-				}
-			}
-			if m.GetGauge() != nil {
-				return m.GetGauge().GetValue()
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return -1
-}
-
 func TestInvokeSuccess(t *testing.T) {
 	c := newCluster(t, Options{Policy: "roundrobin"})
 	ps := newProviders(100, 100)
@@ -155,10 +126,10 @@ func TestFailover(t *testing.T) {
 		if !errors.Is(err, errRefused) || !strings.Contains(err.Error(), "3 attempts failed") || !strings.Contains(err.Error(), calls[0]) {
 			t.Errorf("error %v", err)
 		}
-		if got := metricValue(t, reg, "dubbogw_cluster_retries_total", map[string]string{"route": "users"}); got != 2 {
+		if got := testenv.MetricValue(t, reg, "dubbogw_cluster_retries_total", map[string]string{"route": "users"}); got != 2 {
 			t.Errorf("retries metric %v, want 2", got)
 		}
-		if got := metricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users", "policy": "random"}); got != 3 {
+		if got := testenv.MetricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users", "policy": "random"}); got != 3 {
 			t.Errorf("selections metric %v, want 3", got)
 		}
 	})
@@ -346,7 +317,7 @@ func TestProviderBreaker(t *testing.T) {
 	if state(a) != BreakerOpen || state(b) != BreakerClosed {
 		t.Fatalf("states %+v", c.Breakers())
 	}
-	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": a}); got != 1 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": a}); got != 1 {
 		t.Errorf("state gauge %v, want 1", got)
 	}
 	// While open, a is left out: everything goes to b.
@@ -388,11 +359,11 @@ func TestProviderBreaker(t *testing.T) {
 		t.Fatalf("after a successful probe: %v", state(a))
 	}
 	for to, want := range map[string]float64{"open": 2, "half_open": 2, "closed": 1} {
-		if got := metricValue(t, reg, "dubbogw_cluster_breaker_transitions_total", labels(to)); got != want {
+		if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_transitions_total", labels(to)); got != want {
 			t.Errorf("transitions to %s: %v, want %v", to, got, want)
 		}
 	}
-	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": a}); got != 0 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": a}); got != 0 {
 		t.Errorf("state gauge %v, want 0", got)
 	}
 }
@@ -548,7 +519,7 @@ func TestRouteBreaker(t *testing.T) {
 	if st.Scope != ScopeRoute || st.Key != "orders" || st.State != BreakerOpen {
 		t.Fatalf("route breaker %+v", st)
 	}
-	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"scope": "route", "key": "orders"}); got != 1 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"scope": "route", "key": "orders"}); got != 1 {
 		t.Errorf("route state gauge %v", got)
 	}
 	// A business error is an answer: it closes the half-open route.
@@ -592,11 +563,11 @@ func TestBreakersAcrossSnapshots(t *testing.T) {
 			t.Fatalf("breaker of a removed provider kept: %+v", c.Breakers())
 		}
 	}
-	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": ps[0].Addr}); got != -1 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": ps[0].Addr}); got != -1 {
 		t.Errorf("series of a removed provider kept: %v", got)
 	}
 	c.Close()
-	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": ps[1].Addr}); got != -1 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": ps[1].Addr}); got != -1 {
 		t.Errorf("series kept after Close: %v", got)
 	}
 }
@@ -619,21 +590,21 @@ func TestMetricsSharedAcrossReload(t *testing.T) {
 	}
 	renewed.Invoke(context.Background(), ps, nil, f.invoke)
 	old.Close()
-	if got := metricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users", "policy": "random"}); got != -1 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users", "policy": "random"}); got != -1 {
 		t.Errorf("old policy's selections after the old cluster closed: %v, want none", got)
 	}
-	if got := metricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users", "policy": "roundrobin"}); got != 1 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users", "policy": "roundrobin"}); got != 1 {
 		t.Errorf("selections after the old cluster closed: %v, want 1", got)
 	}
 	old.Close() // twice: harmless
-	if got := metricValue(t, reg, "dubbogw_cluster_retries_total", map[string]string{"route": "users"}); got != 0 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_retries_total", map[string]string{"route": "users"}); got != 0 {
 		t.Errorf("retries series after the old cluster closed twice: %v, want 0", got)
 	}
-	if got := metricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": ps[0].Addr}); got != 0 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": ps[0].Addr}); got != 0 {
 		t.Errorf("breaker series after the old cluster closed: %v", got)
 	}
 	renewed.Close()
-	if got := metricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users"}); got != -1 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users"}); got != -1 {
 		t.Errorf("selections kept after both closed: %v", got)
 	}
 }

@@ -47,7 +47,7 @@ func TestGetValueAndTTL(t *testing.T) {
 	must(t, raw.Do(ctx, raw.B().Set().Key(p+"ttl").Value(`{"userId":"u1"}`).Px(time.Hour).Build()))
 	must(t, raw.Do(ctx, raw.B().Set().Key(p+"forever").Value("v2").Build()))
 	t.Cleanup(func() { raw.Do(context.Background(), raw.B().Del().Key(p+"ttl", p+"forever").Build()) })
-	hits := func() float64 { return metricValue(t, reg, "dubbogw_redis_client_cache_hits_total", nil) }
+	hits := func() float64 { return testenv.MetricValue(t, reg, "dubbogw_redis_client_cache_hits_total", nil) }
 
 	for i := range 2 { // a miss filling the cache, then a hit from it
 		v, pttl, found, err := c.Get(ctx, p+"ttl")
@@ -74,7 +74,7 @@ func TestGetValueAndTTL(t *testing.T) {
 			t.Errorf("Get missing #%d = %q, %s, %v, %v; want not found, no error", i, v, pttl, found, err)
 		}
 	}
-	if got := metricValue(t, reg, "dubbogw_redis_command_duration_seconds", map[string]string{"command": "get", "result": "nil"}); got != 2 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_redis_command_duration_seconds", map[string]string{"command": "get", "result": "nil"}); got != 2 {
 		t.Errorf("get results nil = %v, want 2", got)
 	}
 
@@ -104,7 +104,7 @@ func TestGetWithoutClientCache(t *testing.T) {
 	if _, _, found, err := c.Get(ctx, p+"missing"); found || err != nil {
 		t.Errorf("missing key: found %v, err %v", found, err)
 	}
-	if got := metricValue(t, reg, "dubbogw_redis_client_cache_misses_total", nil); got != 0 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_redis_client_cache_misses_total", nil); got != 0 {
 		t.Errorf("cache misses %v without a cache", got)
 	}
 }
@@ -124,7 +124,7 @@ func TestInvalidation(t *testing.T) {
 			t.Fatalf("Get = %q, %v", v, err)
 		}
 	}
-	if metricValue(t, reg, "dubbogw_redis_client_cache_hits_total", nil) != 1 {
+	if testenv.MetricValue(t, reg, "dubbogw_redis_client_cache_hits_total", nil) != 1 {
 		t.Fatal("the second Get was not a cache hit")
 	}
 
@@ -181,7 +181,7 @@ func TestEvalInts(t *testing.T) {
 	if !c.Healthy() {
 		t.Error("error replies opened the breaker")
 	}
-	if got := metricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "redis"}); got != 3 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "redis"}); got != 3 {
 		t.Errorf("redis errors %v, want 3", got)
 	}
 }
@@ -206,7 +206,7 @@ func TestDo(t *testing.T) {
 		t.Errorf("missing key: %v, want redis nil", err)
 	}
 	for cmd, want := range map[string]float64{"set": 1, "get": 1} {
-		if got := metricValue(t, reg, "dubbogw_redis_command_duration_seconds", map[string]string{"command": cmd, "result": "ok"}); got != want {
+		if got := testenv.MetricValue(t, reg, "dubbogw_redis_command_duration_seconds", map[string]string{"command": cmd, "result": "ok"}); got != want {
 			t.Errorf("%s ok = %v, want %v", cmd, got, want)
 		}
 	}
@@ -241,7 +241,7 @@ func TestDeadlines(t *testing.T) {
 	must(t, raw.Do(ctx, raw.B().ClientPause().Timeout(300).Build()))
 	expectTimeout("Get while paused", timeout, func() error { _, _, _, err := c.Get(context.Background(), "k1"); return err })
 	waitFor(t, 2*time.Second, "Redis answering after the pause", func() bool { _, _, _, err := c.Get(ctx, "k1"); return err == nil })
-	timeouts := metricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "timeout"})
+	timeouts := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "timeout"})
 
 	// A frozen server (SIGSTOP): nothing is answered at all.
 	s.Freeze()
@@ -254,7 +254,7 @@ func TestDeadlines(t *testing.T) {
 	expectTimeout("Do", timeout, func() error {
 		return c.Do(context.Background(), "ping", func(b rueidis.Builder) rueidis.Completed { return b.Ping().Build() }).Error()
 	})
-	if got := metricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "timeout"}) - timeouts; got != 4 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "timeout"}) - timeouts; got != 4 {
 		t.Errorf("timeouts counted %v, want 4", got)
 	}
 }
@@ -274,7 +274,7 @@ func TestBreaker(t *testing.T) {
 	if err := get(); err != nil || !c.Healthy() {
 		t.Fatalf("Get %v, healthy %v", err, c.Healthy())
 	}
-	state := func() float64 { return metricValue(t, reg, "dubbogw_redis_breaker_state", nil) }
+	state := func() float64 { return testenv.MetricValue(t, reg, "dubbogw_redis_breaker_state", nil) }
 
 	s.Freeze()
 	for i := range 3 {
@@ -317,7 +317,7 @@ func TestBreaker(t *testing.T) {
 	if !c.Healthy() || state() != 0 {
 		t.Errorf("recovered: healthy %v, state %v", c.Healthy(), state())
 	}
-	if got := metricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "breaker_open"}); got < 2 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "breaker_open"}); got < 2 {
 		t.Errorf("breaker_open errors %v", got)
 	}
 
@@ -326,7 +326,7 @@ func TestBreaker(t *testing.T) {
 	waitFor(t, 5*time.Second, "the breaker opening on connection errors", func() bool {
 		return errors.Is(get(), redisclient.ErrBreakerOpen)
 	})
-	if got := metricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "connection"}); got < 1 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "connection"}); got < 1 {
 		t.Errorf("connection errors %v", got)
 	}
 	testenv.StartRedis(t, s.Addr())
@@ -342,7 +342,7 @@ func TestStartWithRedisDown(t *testing.T) {
 			t.Fatalf("Get before Redis is up: %v, want ErrUnavailable", err)
 		}
 	}
-	if c.Healthy() || metricValue(t, reg, "dubbogw_redis_connected", nil) != 0 {
+	if c.Healthy() || testenv.MetricValue(t, reg, "dubbogw_redis_connected", nil) != 0 {
 		t.Error("healthy before connecting")
 	}
 	testenv.StartRedis(t, addr)
@@ -352,10 +352,10 @@ func TestStartWithRedisDown(t *testing.T) {
 	if _, _, _, err := c.Get(ctx, "k"); err != nil {
 		t.Fatalf("Get once connected: %v", err)
 	}
-	if !c.Healthy() || metricValue(t, reg, "dubbogw_redis_connected", nil) != 1 {
+	if !c.Healthy() || testenv.MetricValue(t, reg, "dubbogw_redis_connected", nil) != 1 {
 		t.Error("not healthy once connected")
 	}
-	if got := metricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "unavailable"}); got != 3 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "unavailable"}); got != 3 {
 		t.Errorf("unavailable errors %v, want 3", got)
 	}
 }
@@ -369,14 +369,14 @@ func TestOverloaded(t *testing.T) {
 	held := make(chan error, 1)
 	go func() { _, _, _, err := c.Get(context.Background(), "slow"); held <- err }()
 	waitFor(t, 2*time.Second, "the slot taken", func() bool {
-		return metricValue(t, reg, "dubbogw_redis_pending_commands", nil) == 1
+		return testenv.MetricValue(t, reg, "dubbogw_redis_pending_commands", nil) == 1
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, _, _, err := c.Get(ctx, "k"); !errors.Is(err, redisclient.ErrOverloaded) {
 		t.Errorf("with the only slot taken: %v, want ErrOverloaded", err)
 	}
-	if got := metricValue(t, reg, "dubbogw_redis_pending_wait_seconds", nil); got != 1 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_redis_pending_wait_seconds", nil); got != 1 {
 		t.Errorf("pending waits %v, want 1", got)
 	}
 	select {
@@ -387,7 +387,7 @@ func TestOverloaded(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the slow Get did not return")
 	}
-	if got := metricValue(t, reg, "dubbogw_redis_pending_commands", nil); got != 0 {
+	if got := testenv.MetricValue(t, reg, "dubbogw_redis_pending_commands", nil); got != 0 {
 		t.Errorf("pending %v after all returned", got)
 	}
 }

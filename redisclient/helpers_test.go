@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 )
 
@@ -34,42 +33,6 @@ func must(t testing.TB, r rueidis.RedisResult) {
 // see each other's keys.
 func keyPrefix(t testing.TB) string {
 	return fmt.Sprintf("dubbogw-test:%s:%d:", t.Name(), time.Now().UnixNano())
-}
-
-// metricValue returns the value of the series name{labels} in reg: a
-// counter's or gauge's value, a histogram's sample count; -1 when absent.
-func metricValue(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue series
-				}
-			}
-			switch {
-			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue()
-			case m.GetHistogram() != nil:
-				return float64(m.GetHistogram().GetSampleCount())
-			default:
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return -1
 }
 
 // waitFor polls cond until it holds or within passes.

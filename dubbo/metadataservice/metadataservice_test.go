@@ -13,6 +13,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
 	"github.com/dubbogw/dubbogw/hessian"
+	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/dubbogw/dubbogw/registry"
 )
 
@@ -119,7 +120,7 @@ func TestFetchAfterRestart(t *testing.T) {
 	stop()
 	// Six failed dials in a row: the client's next wait is 1.6 s to 3.2 s.
 	deadline := time.Now().Add(10 * time.Second)
-	for dialErrors(t, reg, addr) < 6 {
+	for testenv.MetricValue(t, reg, "dubbogw_dubbo_dial_errors_total", map[string]string{"addr": addr}) < 6 {
 		if time.Now().After(deadline) {
 			t.Fatal("the client did not fail six dials in 10s")
 		}
@@ -150,26 +151,4 @@ func metadataServerStoppable(t *testing.T, addr string) (string, func()) {
 	stop := func() { _ = s.Close(context.Background()) }
 	t.Cleanup(stop)
 	return a.String(), stop
-}
-
-// dialErrors reads dubbogw_dubbo_dial_errors_total for addr from reg.
-func dialErrors(t *testing.T, reg *prometheus.Registry, addr string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "dubbogw_dubbo_dial_errors_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "addr" && l.GetValue() == addr {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }

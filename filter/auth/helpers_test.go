@@ -20,6 +20,8 @@ import (
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/filter/auth"
 	"github.com/dubbogw/dubbogw/redisclient"
+
+	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
 // seen is what the upstream saw of one request, sent back as its body.
@@ -121,7 +123,7 @@ func (g *gateway) do(method, path string, headers ...string) response {
 }
 
 func (g *gateway) metric(name string, labels map[string]string) float64 {
-	return metricValue(g.t, g.reg, name, labels)
+	return testenv.MetricValue(g.t, g.reg, name, labels)
 }
 
 func (g *gateway) outcome(result string) float64 {
@@ -223,42 +225,6 @@ func pexpireCalls(t testing.TB, raw rueidis.Client) int {
 // uniquePrefix is a key prefix of this test only.
 func uniquePrefix(t testing.TB) string {
 	return fmt.Sprintf("dubbogw-test:%s:%d:token:", t.Name(), time.Now().UnixNano())
-}
-
-// metricValue returns the value of the series name{labels} in reg: a
-// counter's or gauge's value, a histogram's sample count; -1 when absent.
-func metricValue(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue series
-				}
-			}
-			switch {
-			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue()
-			case m.GetHistogram() != nil:
-				return float64(m.GetHistogram().GetSampleCount())
-			default:
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return -1
 }
 
 // waitFor polls cond until it holds or within passes.
