@@ -13,6 +13,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -48,36 +49,8 @@ func newTestUpstream(t *testing.T, transport, name string, cfg *config.Upstream)
 // metric returns the value of the series name{labels}, and whether it exists.
 func (tu testUpstream) metric(t *testing.T, name string, labels map[string]string) (float64, bool) {
 	t.Helper()
-	families, err := tu.reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue series
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				return m.GetCounter().GetValue(), true
-			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue(), true
-			case m.GetHistogram() != nil:
-				return float64(m.GetHistogram().GetSampleCount()), true
-			}
-		}
-	}
-	return 0, false
+	v := testenv.MetricValue(t, tu.reg, name, labels)
+	return v, v != -1 // the series here are counts, never negative
 }
 
 func (tu testUpstream) mustMetric(t *testing.T, name string, labels map[string]string) float64 {

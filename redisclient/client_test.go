@@ -80,7 +80,7 @@ func TestGetValueAndTTL(t *testing.T) {
 
 	// Changing the TTL invalidates the cached PTTL.
 	must(t, raw.Do(ctx, raw.B().Pexpire().Key(p+"ttl").Milliseconds(10_000).Build()))
-	waitFor(t, time.Second, "the new TTL seen through the cache", func() bool {
+	testenv.WaitFor(t, time.Second, "the new TTL seen through the cache", func() bool {
 		_, pttl, found, err := c.Get(ctx, p+"ttl")
 		return err == nil && found && pttl <= 10*time.Second && pttl > 9*time.Second
 	})
@@ -129,13 +129,13 @@ func TestInvalidation(t *testing.T) {
 	}
 
 	must(t, raw.Do(ctx, raw.B().Set().Key(key).Value("v2").Keepttl().Build()))
-	waitFor(t, time.Second, "the changed value", func() bool {
+	testenv.WaitFor(t, time.Second, "the changed value", func() bool {
 		v, _, _, err := c.Get(ctx, key)
 		return err == nil && v == "v2"
 	})
 	must(t, raw.Do(ctx, raw.B().Del().Key(key).Build()))
 	start := time.Now()
-	waitFor(t, time.Second, "the deletion", func() bool {
+	testenv.WaitFor(t, time.Second, "the deletion", func() bool {
 		_, _, found, err := c.Get(ctx, key)
 		return err == nil && !found
 	})
@@ -240,7 +240,7 @@ func TestDeadlines(t *testing.T) {
 	// CLIENT PAUSE: Redis holds every command for 300ms.
 	must(t, raw.Do(ctx, raw.B().ClientPause().Timeout(300).Build()))
 	expectTimeout("Get while paused", timeout, func() error { _, _, _, err := c.Get(context.Background(), "k1"); return err })
-	waitFor(t, 2*time.Second, "Redis answering after the pause", func() bool { _, _, _, err := c.Get(ctx, "k1"); return err == nil })
+	testenv.WaitFor(t, 2*time.Second, "Redis answering after the pause", func() bool { _, _, _, err := c.Get(ctx, "k1"); return err == nil })
 	timeouts := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "timeout"})
 
 	// A frozen server (SIGSTOP): nothing is answered at all.
@@ -297,7 +297,7 @@ func TestBreaker(t *testing.T) {
 	// After openFor one probe goes to Redis; still frozen, it fails and
 	// the breaker opens again.
 	var err error
-	waitFor(t, 2*time.Second, "a probe", func() bool {
+	testenv.WaitFor(t, 2*time.Second, "a probe", func() bool {
 		err = get()
 		return !errors.Is(err, redisclient.ErrBreakerOpen)
 	})
@@ -313,7 +313,7 @@ func TestBreaker(t *testing.T) {
 
 	// Redis back: the next probe succeeds and closes it.
 	s.Thaw()
-	waitFor(t, 5*time.Second, "recovery", func() bool { return get() == nil })
+	testenv.WaitFor(t, 5*time.Second, "recovery", func() bool { return get() == nil })
 	if !c.Healthy() || state() != 0 {
 		t.Errorf("recovered: healthy %v, state %v", c.Healthy(), state())
 	}
@@ -323,14 +323,14 @@ func TestBreaker(t *testing.T) {
 
 	// A killed server: connection errors open it too; a restarted one closes it.
 	s.Stop()
-	waitFor(t, 5*time.Second, "the breaker opening on connection errors", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the breaker opening on connection errors", func() bool {
 		return errors.Is(get(), redisclient.ErrBreakerOpen)
 	})
 	if got := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "connection"}); got < 1 {
 		t.Errorf("connection errors %v", got)
 	}
 	testenv.StartRedis(t, s.Addr())
-	waitFor(t, 5*time.Second, "recovery after a restart", func() bool { return get() == nil })
+	testenv.WaitFor(t, 5*time.Second, "recovery after a restart", func() bool { return get() == nil })
 }
 
 func TestStartWithRedisDown(t *testing.T) {
@@ -368,7 +368,7 @@ func TestOverloaded(t *testing.T) {
 	defer s.Thaw()
 	held := make(chan error, 1)
 	go func() { _, _, _, err := c.Get(context.Background(), "slow"); held <- err }()
-	waitFor(t, 2*time.Second, "the slot taken", func() bool {
+	testenv.WaitFor(t, 2*time.Second, "the slot taken", func() bool {
 		return testenv.MetricValue(t, reg, "dubbogw_redis_pending_commands", nil) == 1
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -408,7 +408,7 @@ func ownGoroutines() int {
 func TestCloseLeavesNoGoroutine(t *testing.T) {
 	addr := testenv.RedisAddr(t)
 	// Clients of earlier tests, closed, must be gone too.
-	waitFor(t, 3*time.Second, "no client goroutine before the test", func() bool { return ownGoroutines() == 0 })
+	testenv.WaitFor(t, 3*time.Second, "no client goroutine before the test", func() bool { return ownGoroutines() == 0 })
 	const before = 0
 	for _, tc := range []struct {
 		name string
@@ -435,7 +435,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		if _, _, _, err := c.Get(context.Background(), "k"); !errors.Is(err, redisclient.ErrUnavailable) {
 			t.Errorf("%s: Get after Close: %v", tc.name, err)
 		}
-		waitFor(t, 3*time.Second, tc.name+": goroutines gone after Close", func() bool { return ownGoroutines() <= before })
+		testenv.WaitFor(t, 3*time.Second, tc.name+": goroutines gone after Close", func() bool { return ownGoroutines() <= before })
 	}
 }
 

@@ -35,18 +35,6 @@ func keyPrefix(t testing.TB) string {
 	return fmt.Sprintf("dubbogw-test:%s:%d:", t.Name(), time.Now().UnixNano())
 }
 
-// waitFor polls cond until it holds or within passes.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func ctxTimeout(t testing.TB, d time.Duration) context.Context {

@@ -267,7 +267,7 @@ func TestRenewalOnce(t *testing.T) {
 		t.Fatal("a token above the threshold was queued for renewal")
 	}
 	burst("low", 1000)
-	waitFor(t, 5*time.Second, "the renewal", func() bool { return g.renewals("renewed") == 1 })
+	testenv.WaitFor(t, 5*time.Second, "the renewal", func() bool { return g.renewals("renewed") == 1 })
 	if ttl := pttl(t, raw, prefix+"low"); ttl <= 2*time.Hour-time.Minute {
 		t.Errorf("renewed TTL %s, want about 2h", ttl)
 	}
@@ -321,7 +321,7 @@ func TestRenewalAcrossInstances(t *testing.T) {
 		queued += g.metric("dubbogw_auth_renew_tracked_tokens", map[string]string{"route": "r1"})
 	}
 	done := func(result string) float64 { return a.renewals(result) + b.renewals(result) }
-	waitFor(t, 5*time.Second, "the queued renewals done", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the queued renewals done", func() bool {
 		return done("renewed")+done("not_needed")+done("error") == queued
 	})
 	t.Logf("%v instances queued a renewal", queued)
@@ -357,7 +357,7 @@ func TestRevocation(t *testing.T) {
 	}
 	start := time.Now()
 	for i, g := range instances {
-		waitFor(t, time.Second, fmt.Sprintf("instance %d rejecting the revoked token", i), func() bool {
+		testenv.WaitFor(t, time.Second, fmt.Sprintf("instance %d rejecting the revoked token", i), func() bool {
 			return g.do("GET", "/", "Authorization: Bearer tok").status == http.StatusUnauthorized
 		})
 	}
@@ -425,7 +425,7 @@ func TestBreakerOpenRejects(t *testing.T) {
 	rc := newRedisClient(t, config.Redis{Address: s.Addr(), Breaker: config.RedisBreaker{MaxFailures: 1, OpenFor: config.Duration(time.Minute)}})
 	g := newGateway(t, config.Auth{KeyPrefix: uniquePrefix(t)}, rc)
 	s.Stop()
-	waitFor(t, 5*time.Second, "the breaker opening", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the breaker opening", func() bool {
 		g.do("GET", "/", "Authorization: Bearer t")
 		return !rc.Healthy()
 	})
@@ -451,7 +451,7 @@ func TestMemoryStore(t *testing.T) {
 	if r := g.do("GET", "/", "Authorization: Bearer other"); r.status != 401 {
 		t.Errorf("unknown token: %d", r.status)
 	}
-	waitFor(t, 5*time.Second, "the renewal", func() bool { return g.renewals("renewed") == 1 })
+	testenv.WaitFor(t, 5*time.Second, "the renewal", func() bool { return g.renewals("renewed") == 1 })
 	g.do("GET", "/", "Authorization: Bearer demo-token")
 	if g.renewals("deduplicated") != 1 {
 		t.Errorf("a second renewal within the interval was not deduplicated: %v", g.renewals("deduplicated"))
@@ -505,12 +505,12 @@ func TestCloseStopsWorkers(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, 3*time.Second, "no renewer of earlier tests", func() bool { return count() == 0 })
+	testenv.WaitFor(t, 3*time.Second, "no renewer of earlier tests", func() bool { return count() == 0 })
 	f, err := auth.New(&config.Auth{Store: "memory", Tokens: map[string]string{"t": `{"userId":"u"}`}}, auth.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 3*time.Second, "the renewer's goroutines running", func() bool { return count() == 3 })
+	testenv.WaitFor(t, 3*time.Second, "the renewer's goroutines running", func() bool { return count() == 3 })
 	f.Close()
 	if n := count(); n != 0 {
 		t.Errorf("%d renewer goroutines after Close", n)

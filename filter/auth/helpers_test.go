@@ -226,15 +226,3 @@ func pexpireCalls(t testing.TB, raw rueidis.Client) int {
 func uniquePrefix(t testing.TB) string {
 	return fmt.Sprintf("dubbogw-test:%s:%d:token:", t.Name(), time.Now().UnixNano())
 }
-
-// waitFor polls cond until it holds or within passes.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

@@ -9,6 +9,7 @@ package testenv
 import (
 	"os"
 	"testing"
+	"time"
 )
 
 // RedisAddr returns the test Redis server's host:port.
@@ -27,4 +28,18 @@ func addr(t testing.TB, env, what string) string {
 	}
 	t.Skipf("%s not set: run ./scripts/test.sh to start %s on loopback", env, what)
 	return ""
+}
+
+// WaitFor polls cond, which nothing signals (a server's state, a metric),
+// every 5 ms until it holds, and fails the test if it does not within
+// within.
+func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
