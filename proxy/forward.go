@@ -111,34 +111,55 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 
 // prepareHeader edits the outgoing header hdr (the incoming request's,
 // shared) of in: it removes the hop-by-hop headers, keeps "Te: trailers",
-// and replaces the forwarding headers: X-Forwarded-For/-Host/-Proto say
-// who asked whom, Forwarded is dropped. A trusted peer's (another proxy's)
-// chain is kept and extended; anyone else's is a forgery and replaced.
-// A request without User-Agent is sent without one (not Go's).
+// and replaces the forwarding headers (see forwardedFrom). A request
+// without User-Agent is sent without one (not Go's).
 func (u *Upstream) prepareHeader(in *http.Request, hdr http.Header) {
 	teTrailers := hasToken(hdr["Te"], "trailers")
-	var priorFor []string
-	var proto, host string
-	if info := exchange.From(in.Context()); info != nil && info.TrustedPeer {
-		priorFor, proto, host = hdr["X-Forwarded-For"], hdr.Get("X-Forwarded-Proto"), hdr.Get("X-Forwarded-Host")
-	}
+	fwd := forwardedFrom(in) // before the edits: hdr is in's header
 	removeHopHeaders(hdr)
 	if teTrailers {
 		hdr["Te"] = []string{"trailers"}
 	}
+	fwd.set(in, hdr)
+	if _, ok := hdr["User-Agent"]; !ok {
+		hdr["User-Agent"] = []string{""}
+	}
+}
+
+// forwarded is what a trusted peer (another proxy) said of the request in
+// its X-Forwarded-* headers; empty for anyone else, whose are forgeries.
+type forwarded struct {
+	priorFor    []string
+	proto, host string
+}
+
+func forwardedFrom(in *http.Request) forwarded {
+	if info := exchange.From(in.Context()); info != nil && info.TrustedPeer {
+		h := in.Header
+		return forwarded{priorFor: h["X-Forwarded-For"], proto: h.Get("X-Forwarded-Proto"), host: h.Get("X-Forwarded-Host")}
+	}
+	return forwarded{}
+}
+
+// set replaces the forwarding headers of hdr, the outgoing header of in:
+// X-Forwarded-For is the trusted chain, if any, and in's peer;
+// X-Forwarded-Host and -Proto are the trusted peer's, else in's own;
+// Forwarded is dropped.
+func (f forwarded) set(in *http.Request, hdr http.Header) {
 	delete(hdr, "Forwarded")
 	delete(hdr, "X-Forwarded-For")
-
 	if clientIP, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
-		if len(priorFor) > 0 {
-			clientIP = strings.Join(priorFor, ", ") + ", " + clientIP
+		if len(f.priorFor) > 0 {
+			clientIP = strings.Join(f.priorFor, ", ") + ", " + clientIP
 		}
 		hdr["X-Forwarded-For"] = []string{clientIP}
 	}
+	host := f.host
 	if host == "" {
 		host = in.Host
 	}
 	hdr["X-Forwarded-Host"] = []string{host}
+	proto := f.proto
 	if proto == "" {
 		proto = "http"
 		if in.TLS != nil {
@@ -146,9 +167,6 @@ func (u *Upstream) prepareHeader(in *http.Request, hdr http.Header) {
 		}
 	}
 	hdr["X-Forwarded-Proto"] = []string{proto}
-	if _, ok := hdr["User-Agent"]; !ok {
-		hdr["User-Agent"] = []string{""}
-	}
 }
 
 // removeHopHeaders deletes the hop-by-hop headers of hdr, and those its

@@ -1,14 +1,10 @@
 package proxy
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/dubbogw/dubbogw/config"
 )
@@ -91,36 +87,6 @@ func TestForwardedRequestHeaders(t *testing.T) {
 			t.Error("the client's User-Agent was not forwarded")
 		}
 	})
-}
-
-// TestHTTP10KeepAlive: an HTTP/1.0 client asking for keep-alive keeps its
-// connection, although the proxy removes the Connection header from the
-// request it was handed (to forward it without hop-by-hop headers).
-func TestHTTP10KeepAlive(t *testing.T) {
-	b := newBackend(t, "a", 200, nil)
-	u := newTestUpstream(t, config.TransportDirect, "svc", &config.Upstream{Targets: targets(b.URL)})
-	srv, _ := serveProxy(t, u.Handler(0))
-	c, err := net.DialTimeout("tcp", strings.TrimPrefix(srv.URL, "http://"), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	br := bufio.NewReader(c)
-	for i := range 2 {
-		if _, err := io.WriteString(c, "GET / HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"); err != nil {
-			t.Fatalf("request %d: %v", i, err)
-		}
-		res, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("response %d: %v", i, err)
-		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != 200 || string(body) != "from a" || res.Close {
-			t.Fatalf("response %d: %d %q, close %v (Connection %q)", i, res.StatusCode, body, res.Close, res.Header.Get("Connection"))
-		}
-	}
 }
 
 func TestCleanQuery(t *testing.T) {

@@ -383,26 +383,10 @@ func (u *Upstream) Handler(timeout time.Duration) http.Handler {
 	return h
 }
 
-// rewrite prepares the outgoing request; the target is chosen per attempt by the roundTripper.
+// rewrite prepares an upgrade request, which ReverseProxy still sends (see
+// forward.go for the others); the target is chosen per attempt by the roundTripper.
 func (u *Upstream) rewrite(pr *httputil.ProxyRequest) {
-	if info := exchange.From(pr.In.Context()); info != nil && info.TrustedPeer {
-		// The peer is a trusted proxy: keep the chain it reports and append it.
-		// From anyone else these headers are forgeries and are replaced.
-		in := pr.In.Header
-		if v := in["X-Forwarded-For"]; v != nil {
-			pr.Out.Header["X-Forwarded-For"] = v
-		}
-		proto, host := in.Get("X-Forwarded-Proto"), in.Get("X-Forwarded-Host")
-		pr.SetXForwarded()
-		if proto != "" {
-			pr.Out.Header.Set("X-Forwarded-Proto", proto)
-		}
-		if host != "" {
-			pr.Out.Header.Set("X-Forwarded-Host", host)
-		}
-	} else {
-		pr.SetXForwarded()
-	}
+	forwardedFrom(pr.In).set(pr.In, pr.Out.Header)
 	if !u.preserveHost {
 		pr.Out.Host = "" // the transport sends the target's host
 	}
