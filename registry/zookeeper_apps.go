@@ -50,7 +50,18 @@ type instanceState struct {
 	// nodes are the providers the instance offers, from the last metadata
 	// known: those of the previous revision until the new one's is known.
 	nodes []*providerNode
+	// missingSince is when the application's listing first lacked the
+	// instance (zero while listed): it is dropped leaveGrace later unless
+	// it is listed again.
+	missingSince time.Time
 }
+
+// leaveGrace is how long an instance missing from its application's
+// listing keeps its providers: a provider re-registering (dubbo-go
+// deletes its instance node and creates it again when it restarts or
+// reconnects to ZooKeeper) is not seen as leaving, and its services are
+// never left without providers in between.
+const leaveGrace = 500 * time.Millisecond
 
 // awaitingMetadata reports whether the instance's metadata has been
 // neither fetched nor given up on once.
@@ -163,6 +174,9 @@ func (w *zkWorker) setInstances(a *appState, children []string) {
 			continue
 		}
 		seen[c] = true
+		if in := a.instances[c]; in != nil {
+			in.missingSince = time.Time{}
+		}
 		switch in := a.instances[c]; {
 		case in == nil:
 			a.instances[c] = &instanceState{child: c, watch: w.watch(a.watch.path+"/"+c, nodeInstance, a.name, c)}
@@ -173,26 +187,46 @@ func (w *zkWorker) setInstances(a *appState, children []string) {
 			w.z.poke()
 		}
 	}
+	now := time.Now()
 	for c, in := range a.instances {
-		if !seen[c] {
-			w.unwatch(in.watch)
-			w.useMeta(in, nil)
-			delete(a.instances, c)
-			w.dirtyUsers(a)
+		if !seen[c] && in.missingSince.IsZero() {
+			in.missingSince = now
+			w.wakeAt(now.Add(leaveGrace))
 		}
 	}
+	w.dropMissing(a, now)
 	if len(children) > 0 {
 		w.dirtyUsers(a) // their first publication waits for the new instances (settled)
+	}
+}
+
+// dropMissing drops the instances of a missing from its listing for
+// leaveGrace or longer.
+func (w *zkWorker) dropMissing(a *appState, now time.Time) {
+	for c, in := range a.instances {
+		if in.missingSince.IsZero() {
+			continue
+		}
+		if due := in.missingSince.Add(leaveGrace); now.Before(due) {
+			w.wakeAt(due)
+			continue
+		}
+		w.unwatch(in.watch)
+		w.useMeta(in, nil)
+		delete(a.instances, c)
+		w.dirtyUsers(a)
 	}
 }
 
 // setInstance takes a read of one instance's node.
 func (w *zkWorker) setInstance(a *appState, in *instanceState, data []byte, exists bool) {
 	if !exists {
-		// Deleted after the listing: the application's watch lists again.
-		w.useMeta(in, nil)
-		in.seen, in.raw, in.inst, in.nodes = false, nil, nil, nil
-		w.dirtyUsers(a)
+		// Deleted. The application's listing, whose watch fired too, is
+		// the authority on membership: it drops the instance if it is
+		// gone, or keeps it and reads it again if it is back (a provider
+		// re-registering, as dubbo-go does on a restart or a reconnection:
+		// delete, then create). Until then its providers stay, so a
+		// re-registration never leaves a service without providers.
 		return
 	}
 	if in.seen && bytes.Equal(data, in.raw) {

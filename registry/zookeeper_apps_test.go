@@ -1189,3 +1189,42 @@ func TestZooKeeperAppsMetadataCacheBounded(t *testing.T) {
 		t.Errorf("the steady instance's metadata fetched %d times", n)
 	}
 }
+
+// TestZooKeeperAppsReRegistrationKeepsProviders: a provider re-registering
+// its instance (delete, then create, as dubbo-go does when it restarts or
+// reconnects) never leaves the service without providers, while an
+// instance that really leaves is dropped once the listing says so.
+func TestZooKeeperAppsReRegistrationKeepsProviders(t *testing.T) {
+	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
+	const iface, app = "com.example.Rereg", "rereg-app"
+	inst := instanceSpec{app: app, host: "10.12.0.1", port: 20880, revision: "r1", storage: StorageLocal}
+	meta := &fakeMetadata{started: make(chan string, 16),
+		serve: serveRevisions(map[string]*MetadataInfo{"r1": metadataInfo(app, "r1", serviceSpec{iface: iface, port: 20880})})}
+	path := e.addInstance(e.admin, inst, 0)
+	e.setMapping(iface, app)
+	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
+		Metadata: meta.fetch, MetadataTimeout: waitLimit})
+	key := ServiceKey{Interface: iface}
+	d := r.Subscribe(key)
+	defer d.Release()
+	waitReady(t, d)
+	checkAddrs(t, d, inst.addr())
+
+	for i := range 20 {
+		e.remove(path)
+		path = e.addInstance(e.admin, inst, 0)
+		if i%5 == 0 {
+			settle(t, r)
+		}
+	}
+	settle(t, r)
+	checkAddrs(t, d, inst.addr())
+	for _, p := range r.publications() {
+		if p.key == key && len(p.addrs) == 0 {
+			t.Fatalf("published no provider during re-registrations: %v", r.publications())
+		}
+	}
+
+	e.remove(path) // gone for good
+	r.waitUntil(t, "the instance dropped", func() bool { return len(d.Providers()) == 0 })
+}

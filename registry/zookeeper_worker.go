@@ -253,6 +253,10 @@ func (w *zkWorker) step() {
 	w.syncSubscriptions()
 	if w.connected {
 		w.work()
+		now := time.Now()
+		for _, a := range w.apps {
+			w.dropMissing(a, now)
+		}
 		w.fetchDue()
 	}
 	w.publishDirty()
