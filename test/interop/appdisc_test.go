@@ -269,6 +269,13 @@ func TestAppDiscRevisionChange(t *testing.T) {
 	t.Logf("pong %v after the new provider was ready; meanwhile getUser answered %v (polled every %v)",
 		pongAfter.Round(time.Millisecond), userErrors, appDiscPoll)
 	wantJSON(userJSON("2"))(t, gw.do(t, "GET", "/users/2", ""))
+	// The instance keeps serving with its old revision's providers while
+	// the new revision's metadata is fetched (ping reaches the process
+	// either way): wait for the new revision to show.
+	waitFor(t, appDiscWait, "the new revision in /admin/services", func() (bool, string) {
+		ps, _ := gw.admin(t).providers(userService + ":" + userVersion)
+		return len(ps) == 1 && ps[0].Revision == rev2, fmt.Sprintf("%+v", ps)
+	})
 	checkOnlyProvider(t, gw.admin(t), userService+":"+userVersion, p2.Addr, app, rev2)
 
 	// One fetch for the new revision; nothing more while nothing changes.
@@ -285,8 +292,8 @@ func TestAppDiscRevisionChange(t *testing.T) {
 	// the address (the old process's connection lost, the dials during the
 	// restart refused) is waiting out a reconnect backoff then: the fetch
 	// redials instead of failing at once ("not connected (reconnecting)"),
-	// which would leave the instance, whose old revision's providers went
-	// with its deleted node, serving nothing until a retry a second later.
+	// which would drop the instance (its new revision's metadata unknown)
+	// until a retry a second later.
 	if failed != 0 {
 		t.Errorf("%v metadata fetches of the restarted instance failed (pong %v after it was ready): "+
 			"the fetch gave up on a connection being re-established instead of waiting for it within metadata.timeout",
