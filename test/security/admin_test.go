@@ -1,0 +1,4 @@
+package security
+
+// adminAttacks: see index_test.go.
+var adminAttacks = []attack{}

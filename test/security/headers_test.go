@@ -1,0 +1,4 @@
+package security
+
+// headerAttacks: see index_test.go.
+var headerAttacks = []attack{}

@@ -1,0 +1,4 @@
+package security
+
+// slowClientAttacks: see index_test.go.
+var slowClientAttacks = []attack{}
