@@ -320,10 +320,10 @@ func TestTracingRedisLookup(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "access.log")
 	withLog := strings.Replace(baseYAML, "access_log:\n  enabled: false", fmt.Sprintf("access_log:\n  output: %q", logPath), 1)
 	tg, sink := startTracedGWRaw(t, withLog+fmt.Sprintf(`
-redis: {address: %q}
+redis: {address: %q, timeout: 5s}
 upstreams: {u: {targets: [{url: %q}]}}
 routes:
-  - {name: private, match: {prefix: /private}, upstream: u, filters: [{auth: {key_prefix: %q}}]}
+  - {name: private, match: {prefix: /private}, upstream: u, filters: [{auth: {key_prefix: %q, timeout: 5s}}]}
 `, redisAddr, echo.URL, prefix))
 
 	var servers []tracetest.SpanStub

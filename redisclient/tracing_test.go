@@ -24,7 +24,7 @@ func TestGetSpans(t *testing.T) {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	defer tp.Shutdown(context.Background())
-	c, err := redisclient.New(config.Redis{Address: addr}, prometheus.NewRegistry(), nil, redisclient.WithTracer(tp.Tracer("test")))
+	c, err := redisclient.New(config.Redis{Address: addr, Timeout: functionalTimeout}, prometheus.NewRegistry(), nil, redisclient.WithTracer(tp.Tracer("test")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -371,7 +371,10 @@ func TestStoreDown(t *testing.T) {
 	prefix := uniquePrefix(t)
 	setToken(t, raw, prefix+"cached", `{"userId":"u1"}`, 5*time.Hour)
 	const timeout = 50 * time.Millisecond
-	const margin = 150 * time.Millisecond
+	// What is proven is an answer while Redis holds or refuses every
+	// command; the margin is far below "never" and far above a slow
+	// scheduler under -race.
+	const margin = 2 * time.Second
 	rc := newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(timeout), Breaker: config.RedisBreaker{MaxFailures: 1000}})
 	public := []config.AnonymousRule{{Path: "/public/*"}}
 	reject := newGateway(t, config.Auth{KeyPrefix: prefix, Anonymous: public}, rc)
@@ -380,11 +383,14 @@ func TestStoreDown(t *testing.T) {
 	slowClient := newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(time.Second), Breaker: config.RedisBreaker{MaxFailures: 1000}})
 	short := newGateway(t, config.Auth{KeyPrefix: prefix, Timeout: config.Duration(30 * time.Millisecond)}, slowClient)
 	for _, g := range []*gateway{reject, anon, short} {
-		if r := g.do("GET", "/x", "Authorization: Bearer cached"); r.status != 200 {
-			t.Fatalf("before: %d", r.status)
-		}
+		// The first lookup has the short deadlines too: a slow scheduler
+		// may make it miss; once answered it is cached.
+		testenv.WaitFor(t, 10*time.Second, "the token answered before Redis fails", func() bool {
+			return g.do("GET", "/x", "Authorization: Bearer cached").status == 200
+		})
 	}
 
+	rejectErrors, anonErrors := reject.outcome("store_error"), anon.outcome("store_error")
 	check := func(what string, g *gateway, path string, wantStatus int, within time.Duration) {
 		t.Helper()
 		r := g.do("GET", path, "Authorization: Bearer fresh-"+fmt.Sprint(time.Now().UnixNano()), "X-User-Id: forged")
@@ -413,9 +419,9 @@ func TestStoreDown(t *testing.T) {
 		check(failure.name+", anonymous policy, other path", anon, "/private", 503, timeout)
 		check(failure.name+", filter timeout 30ms", short, "/x", 503, 30*time.Millisecond)
 	}
-	if reject.outcome("store_error") != 2 || anon.outcome("anonymous") != 2 || anon.outcome("store_error") != 2 {
-		t.Errorf("outcomes: reject store_error %v, anon anonymous %v store_error %v",
-			reject.outcome("store_error"), anon.outcome("anonymous"), anon.outcome("store_error"))
+	if reject.outcome("store_error")-rejectErrors != 2 || anon.outcome("anonymous") != 2 || anon.outcome("store_error")-anonErrors != 2 {
+		t.Errorf("outcomes after the failure: reject store_error %v, anon anonymous %v store_error %v",
+			reject.outcome("store_error")-rejectErrors, anon.outcome("anonymous"), anon.outcome("store_error")-anonErrors)
 	}
 }
 

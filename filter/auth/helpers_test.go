@@ -64,8 +64,14 @@ type gateway struct {
 
 // newGateway builds the filter from cfg (deps.Metrics and Route are set
 // here) and serves it; both are closed when the test ends.
+// Without a Timeout in cfg the lookup gets functionalTimeout: tests that
+// are not about deadlines must not race the 50 ms default on a loaded
+// machine.
 func newGateway(t testing.TB, cfg config.Auth, rc *redisclient.Client) *gateway {
 	t.Helper()
+	if cfg.Timeout == 0 {
+		cfg.Timeout = functionalTimeout
+	}
 	reg := prometheus.NewRegistry()
 	f, err := auth.New(&cfg, auth.Deps{Redis: rc, Metrics: reg, Log: testLogger(t), Route: "r1"})
 	if err != nil {
@@ -152,8 +158,17 @@ func errorBody(t testing.TB, r response) (code, message string) {
 	return v.Error.Code, v.Error.Message
 }
 
+// functionalTimeout is the Redis and lookup deadline of tests that are not
+// about deadlines: far beyond any scheduling delay under -race.
+const functionalTimeout = config.Duration(5 * time.Second)
+
+// newRedisClient connects a client on cfg (command timeout
+// functionalTimeout unless cfg sets one).
 func newRedisClient(t testing.TB, cfg config.Redis) *redisclient.Client {
 	t.Helper()
+	if cfg.Timeout == 0 {
+		cfg.Timeout = functionalTimeout
+	}
 	c, err := redisclient.New(cfg, prometheus.NewRegistry(), testLogger(t))
 	if err != nil {
 		t.Fatal(err)

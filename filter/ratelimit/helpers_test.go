@@ -119,14 +119,24 @@ func deleteKeys(t testing.TB, c rueidis.Client, pattern string) {
 }
 
 // newFilter builds a filter and fails the test on error.
+// With a real Redis and no DecisionTimeout in deps, decisions get
+// functionalTimeout: a test about what Redis decides must not race the
+// 20 ms default on a loaded machine (it would fall back, by chance).
 func newFilter(t testing.TB, cfg config.RateLimit, deps ratelimit.Deps) *ratelimit.Filter {
 	t.Helper()
+	if _, real := deps.Redis.(*rueidisScripter); real && deps.DecisionTimeout == 0 {
+		deps.DecisionTimeout = functionalTimeout
+	}
 	f, err := ratelimit.New(&cfg, deps)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	return f
 }
+
+// functionalTimeout is the decision deadline of tests on a real Redis that
+// are not about deadlines.
+const functionalTimeout = 5 * time.Second
 
 // okHandler answers 204.
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

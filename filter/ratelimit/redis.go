@@ -43,10 +43,10 @@ return {1, math.floor((limit - ahead + tolerance) / interval), 0, math.ceil(ahea
 `
 
 // decideRedis asks Redis for the decision on key, waiting at most
-// redisDecisionTimeout (less when the request's own deadline is nearer).
+// f.timeout (less when the request's own deadline is nearer).
 // An error comes with the reason the local limit must answer instead.
 func (f *Filter) decideRedis(ctx context.Context, key bucketKey) (decision, int, error) {
-	ctx, cancel := context.WithTimeout(ctx, redisDecisionTimeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	reply, err := f.redis.EvalInts(ctx, gcraScript, []string{f.redisKeyOf(key)}, f.scriptArgs)
 	if err != nil {

@@ -43,12 +43,15 @@ type Deps struct {
 	Route string
 	// Now is the clock of the local limit; nil: time.Now.
 	Now func() time.Time
+	// DecisionTimeout bounds one distributed decision; past it the local
+	// limit answers. 0: 20ms.
+	DecisionTimeout time.Duration
 }
 
 const (
-	// redisDecisionTimeout bounds one distributed decision; past it the
-	// local limit answers.
-	redisDecisionTimeout = 20 * time.Millisecond
+	// defaultDecisionTimeout bounds one distributed decision unless
+	// Deps says otherwise; past it the local limit answers.
+	defaultDecisionTimeout = 20 * time.Millisecond
 	// defaultMaxKeys bounds the local buckets when the config does not.
 	defaultMaxKeys = 100000
 	// minInterval is the shortest time between two requests a limit may
@@ -103,9 +106,10 @@ type Filter struct {
 	now   func() time.Time
 	start time.Time // local bucket times are nanoseconds since start
 
-	redis      Scripter // nil: local only
-	redisKey   string   // "ratelimit:<route>:", the prefix of every Redis key
-	scriptArgs []string // emission interval (µs), burst, key TTL (ms); read-only
+	redis      Scripter      // nil: local only
+	timeout    time.Duration // of one Redis decision
+	redisKey   string        // "ratelimit:<route>:", the prefix of every Redis key
+	scriptArgs []string      // emission interval (µs), burst, key TTL (ms); read-only
 
 	decisions [numSources][2]prometheus.Counter // [source][allowed?1:0]
 	fallbacks [numReasons]prometheus.Counter
@@ -165,11 +169,15 @@ func New(cfg *config.RateLimit, deps Deps) (*Filter, error) {
 		header:   header,
 		limit:    strconv.Itoa(burst),
 		now:      deps.Now,
+		timeout:  deps.DecisionTimeout,
 		log:      deps.Log,
 		redisKey: "ratelimit:" + deps.Route + ":",
 	}
 	if f.now == nil {
 		f.now = time.Now
+	}
+	if f.timeout <= 0 {
+		f.timeout = defaultDecisionTimeout
 	}
 	f.start = f.now()
 	if f.log == nil {
