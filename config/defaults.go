@@ -14,6 +14,7 @@ const (
 	DefaultMaxBodyBytes      = ByteSize(8 << 20)
 	DefaultMaxInFlight       = 10000
 	DefaultShutdownDelay     = Duration(3 * time.Second)
+	DefaultIdleGrace         = Duration(time.Second)
 	DefaultDrainTimeout      = Duration(30 * time.Second)
 	DefaultReloadInterval    = Duration(2 * time.Second)
 	DefaultRequestIDHeader   = "X-Request-Id"
@@ -68,6 +69,7 @@ func Defaults(c *Config) {
 	setDefaultPtr(&s.H2C, true)
 
 	setDefaultPtr(&c.Shutdown.Delay, DefaultShutdownDelay)
+	setDefaultPtr(&c.Shutdown.IdleGrace, DefaultIdleGrace)
 	setDefault(&c.Shutdown.DrainTimeout, DefaultDrainTimeout)
 	setDefault(&c.Reload.Interval, DefaultReloadInterval)
 	setDefault(&c.RequestID.Header, DefaultRequestIDHeader)

@@ -28,6 +28,7 @@ server:
 shutdown:
   delay: 1s
   drain_timeout: 10s
+  idle_grace: 2s
 reload:
   watch: true
   interval: 500ms
@@ -180,7 +181,7 @@ func TestParseFullConfig(t *testing.T) {
 			TrustedProxies:    []string{"10.0.0.0/8", "192.0.2.7", "::1"},
 			H2C:               ptr(false),
 		},
-		Shutdown:  Shutdown{Delay: ptr(Duration(time.Second)), DrainTimeout: Duration(10 * time.Second)},
+		Shutdown:  Shutdown{Delay: ptr(Duration(time.Second)), DrainTimeout: Duration(10 * time.Second), IdleGrace: ptr(Duration(2 * time.Second))},
 		Reload:    Reload{Watch: true, Interval: Duration(500 * time.Millisecond)},
 		RequestID: RequestID{Header: "X-Trace-Id", TrustIncoming: ptr(false)},
 		AccessLog: AccessLog{Enabled: ptr(false), Output: "/var/log/dubbogw/access.log"},
@@ -364,6 +365,7 @@ routes:
 		{"server.h2c", *c.Server.H2C, true},
 		{"shutdown.delay", c.Shutdown.Delay.D(), 3 * time.Second},
 		{"shutdown.drain_timeout", c.Shutdown.DrainTimeout.D(), 30 * time.Second},
+		{"shutdown.idle_grace", c.Shutdown.IdleGrace.D(), time.Second},
 		{"reload.watch", c.Reload.Watch, false},
 		{"reload.interval", c.Reload.Interval.D(), 2 * time.Second},
 		{"request_id.header", c.RequestID.Header, "X-Request-Id"},
@@ -471,11 +473,14 @@ upstreams:
 }
 
 func TestExplicitZeroShutdownDelaySurvives(t *testing.T) {
-	c, err := Parse([]byte("shutdown: {delay: 0s}\n"), "t.yaml", nil)
+	c, err := Parse([]byte("shutdown: {delay: 0s, idle_grace: 0s}\n"), "t.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Shutdown.Delay == nil || *c.Shutdown.Delay != 0 {
 		t.Fatalf("shutdown.delay: 0s became %v", c.Shutdown.Delay)
+	}
+	if c.Shutdown.IdleGrace == nil || *c.Shutdown.IdleGrace != 0 {
+		t.Fatalf("shutdown.idle_grace: 0s became %v", c.Shutdown.IdleGrace)
 	}
 }

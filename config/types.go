@@ -82,6 +82,11 @@ type Shutdown struct {
 	Delay *Duration `yaml:"delay"`
 	// DrainTimeout bounds waiting for in-flight requests after listeners close. Default 30s.
 	DrainTimeout Duration `yaml:"drain_timeout"`
+	// IdleGrace: after the delay, a keep-alive connection is closed only
+	// once it has been idle this long, so a request a client already sent
+	// on it is served rather than reset. Default 1s; 0s closes idle
+	// connections at once.
+	IdleGrace *Duration `yaml:"idle_grace"`
 }
 
 // Reload sets how configuration changes are picked up (SIGHUP and POST /admin/reload always work).

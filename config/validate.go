@@ -81,6 +81,9 @@ func validate(c *Config) problems {
 		}
 	}
 
+	if c.Shutdown.IdleGrace != nil {
+		check("shutdown.idle_grace", nonNegative(*c.Shutdown.IdleGrace))
+	}
 	if c.Shutdown.Delay != nil {
 		check("shutdown.delay", nonNegative(*c.Shutdown.Delay))
 	}

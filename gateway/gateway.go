@@ -75,6 +75,7 @@ type Gateway struct {
 	dubbo                 *dubbo.Client
 	dataLn, adminLn       net.Listener
 	hijacked              connSet
+	conns                 connStates // the data plane's connections, for the drain
 	startCfg              *config.Config
 }
 
@@ -244,6 +245,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		IdleTimeout:       cfg.Server.IdleTimeout.D(),
 		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
 		Protocols:         protocols,
+		ConnState:         g.conns.track,
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 	}
 	g.serveBackground("data", g.data, g.dataLn)
@@ -405,10 +407,13 @@ func (g *Gateway) applyLogLevel(cfg *config.Config) {
 	}
 }
 
-// Shutdown drains the gateway: readiness goes false, keep-alives stop, the
-// configured delay lets load balancers notice, the data listener closes and
-// in-flight requests finish within the drain timeout; then upstreams, demo
-// services and finally the admin listener close.
+// Shutdown drains the gateway: readiness goes false and every response
+// says Connection: close (HTTP/2: GOAWAY); the configured delay lets load
+// balancers notice; keep-alive connections idle for less than
+// shutdown.idle_grace get that long (a request a client just sent on one
+// is served, not reset); then the data listener and idle connections
+// close and in-flight requests finish within the drain timeout; then
+// upstreams, demo services and finally the admin listener close.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	if !g.draining.CompareAndSwap(false, true) {
 		return errors.New("shutdown already in progress")
@@ -423,9 +428,16 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	close(g.stop)
 	var errs []error
 	if g.data != nil {
-		g.data.SetKeepAlivesEnabled(false)
+		// Not SetKeepAlivesEnabled(false): it closes idle connections at
+		// once, racing requests already on their way. ServeHTTP answers
+		// Connection: close while draining instead.
 		sleep(ctx, delay)
 		dctx, cancel := context.WithTimeout(ctx, cfg.Shutdown.DrainTimeout.D())
+		var grace time.Duration
+		if cfg.Shutdown.IdleGrace != nil {
+			grace = cfg.Shutdown.IdleGrace.D()
+		}
+		g.conns.waitIdleGrace(dctx, grace)
 		if err := g.data.Shutdown(dctx); err != nil {
 			g.log.Warn("drain deadline passed; closing remaining connections", "in_flight", g.inFlight.Load())
 			_ = g.data.Close()

@@ -59,6 +59,7 @@ access_log:
 shutdown:
   delay: 0s
   drain_timeout: 5s
+  idle_grace: 0s
 `
 
 func startGW(t *testing.T, yamlText string) *testGW {

@@ -34,6 +34,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info.RequestID = requestid.Pick(r.Header.Get(t.reqIDHeader), t.trustReqID)
 	r.Header.Set(t.reqIDHeader, info.RequestID)
 	w.Header().Set(t.reqIDHeader, info.RequestID)
+	if g.draining.Load() && r.Header.Get("Upgrade") == "" {
+		// The connection ends after this response (HTTP/2: GOAWAY), so
+		// the drain never has to close one under a client's next request.
+		w.Header().Set("Connection", "close")
+	}
 	info.ClientIP, info.TrustedPeer = exchange.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), t.trusted)
 	ctx := exchange.WithInfo(r.Context(), info)
 	var span trace.Span // nil when tracing is off: no tracing work at all

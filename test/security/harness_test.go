@@ -35,6 +35,7 @@ access_log:
 shutdown:
   delay: 0s
   drain_timeout: 5s
+  idle_grace: 0s
 `
 
 // gw is a gateway running in this process on loopback.
