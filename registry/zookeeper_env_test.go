@@ -19,8 +19,11 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// waitLimit bounds every wait of these tests.
-const waitLimit = 20 * time.Second
+// waitLimit bounds every wait of these tests. Generous: a restarted
+// ZooKeeper (a JVM) on a loaded 2-core machine has taken over 20 s before
+// the test's own admin session could create a node again; a wait that
+// never ends still fails.
+const waitLimit = 45 * time.Second
 
 // zkEnv is one test's corner of a ZooKeeper server: a root of its own and
 // an admin session (direct, never through a proxy) that plays providers
