@@ -39,11 +39,16 @@ type ClientCache struct {
 }
 
 // RedisBreaker opens after MaxFailures consecutive failed commands and
-// lets one probe through after OpenFor.
+// lets one probe through after OpenFor, or as soon as Redis sends
+// anything again. A failure is a command past its deadline while Redis
+// sent nothing at all since it began, or a connection error: a caller
+// that was merely late (a busy scheduler) while Redis kept answering is
+// not one.
 type RedisBreaker struct {
 	// MaxFailures consecutive failures open it. Default 5.
 	MaxFailures int `yaml:"max_failures"`
-	// OpenFor is how long it fails commands at once. Default 2s.
+	// OpenFor is how long it fails commands at once. Default 500ms: a
+	// restarted Redis serves new tokens within a second.
 	OpenFor Duration `yaml:"open_for"`
 }
 
@@ -80,6 +85,15 @@ type Auth struct {
 	OnStoreError string `yaml:"on_store_error"`
 	// Timeout bounds one lookup. Default 50ms.
 	Timeout Duration `yaml:"timeout"`
+	// StaleIfError: while the store is slow, failing or its breaker open,
+	// a token this instance found valid within this long is served the
+	// identity it had then (never past the token's TTL); only tokens it
+	// does not know get 503. Default 5m; 0s fails closed (503 for all).
+	StaleIfError *Duration `yaml:"stale_if_error"`
+	// UnknownLookups bounds the lookups in flight of tokens this instance
+	// has not found valid recently; beyond, such a request gets 503 at
+	// once, so a flood of random tokens cannot delay known users. Default 256.
+	UnknownLookups int `yaml:"unknown_lookups"`
 }
 
 // TokenSource says where a token is read; the first present wins.

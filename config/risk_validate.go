@@ -18,7 +18,7 @@ const (
 	DefaultClientCacheTTL     = Duration(30 * time.Second)
 	DefaultClientCacheBytes   = ByteSize(64 << 20)
 	DefaultRedisMaxFailures   = 5
-	DefaultRedisOpenFor       = Duration(2 * time.Second)
+	DefaultRedisOpenFor       = Duration(500 * time.Millisecond)
 	DefaultAuthStore          = "redis"
 	DefaultAuthKeyPrefix      = "token:"
 	DefaultAuthHeader         = "Authorization"
@@ -28,6 +28,8 @@ const (
 	DefaultSlidingWindow      = Duration(4 * time.Hour)
 	DefaultSlidingInterval    = Duration(time.Minute)
 	DefaultAuthTimeout        = Duration(50 * time.Millisecond)
+	DefaultAuthStaleIfError   = Duration(5 * time.Minute)
+	DefaultAuthUnknownLookups = 256
 	DefaultOnStoreError       = "reject"
 	DefaultRateLimitKey       = "client_ip"
 	DefaultRateLimitPer       = Duration(time.Second)
@@ -112,6 +114,8 @@ func defaultAuth(a *Auth) {
 	setDefault(&a.Sliding.Interval, DefaultSlidingInterval)
 	setDefault(&a.OnStoreError, DefaultOnStoreError)
 	setDefault(&a.Timeout, DefaultAuthTimeout)
+	setDefaultPtr(&a.StaleIfError, DefaultAuthStaleIfError)
+	setDefault(&a.UnknownLookups, DefaultAuthUnknownLookups)
 }
 
 func defaultAdaptive(a *AdaptiveConcurrency, staticLimit int) {

@@ -69,6 +69,14 @@ func (b *breaker) failed(probe bool, now time.Time) {
 	}
 }
 
+// probeSoon lets the next command probe at once when the breaker is open
+// (Redis was heard from again).
+func (b *breaker) probeSoon() {
+	if b.state.Load() == stateOpen && b.openedAt.Load() != 0 {
+		b.openedAt.Store(0)
+	}
+}
+
 // abandoned gives back a probe that did not reach Redis (no pending slot,
 // the caller gave up): the next command probes instead.
 func (b *breaker) abandoned(probe bool) {

@@ -51,7 +51,7 @@ const (
 	defaultCacheTTL    = 30 * time.Second
 	defaultCacheBytes  = 64 << 20
 	defaultMaxFailures = 5
-	defaultOpenFor     = 2 * time.Second
+	defaultOpenFor     = 500 * time.Millisecond
 
 	// maxPendingLimit bounds MaxPending: the rueidis ring of every
 	// connection is sized for it.
@@ -78,6 +78,7 @@ type Client struct {
 	scripts      boundedMap[string]          // script text → SHA1
 
 	rc        atomic.Pointer[rueidisClient] // nil until connected
+	lastHeard atomic.Int64                  // UnixNano when Redis last sent anything on any connection
 	connected atomic.Bool
 	closed    atomic.Bool
 
@@ -227,13 +228,46 @@ func orDefault[T comparable](v, def T) T {
 	return v
 }
 
-// dial connects to one Redis address; Close cancels it.
+// dial connects to one Redis address; Close cancels it. The connection
+// tells the client whenever Redis sends something (heard).
 func (c *Client) dial(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(c.lifetime, cancel)
 	defer stop()
-	return d.DialContext(ctx, "tcp", addr)
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &heardConn{Conn: conn, heard: c.heard}, nil
+}
+
+// heardConn is a connection to Redis that reports every read that brought
+// bytes: whether Redis is alive is judged by what it sends, not by whether
+// a caller's goroutine ran before its deadline.
+type heardConn struct {
+	net.Conn
+	heard func()
+}
+
+func (h *heardConn) Read(p []byte) (int, error) {
+	n, err := h.Conn.Read(p)
+	if n > 0 {
+		h.heard()
+	}
+	return n, err
+}
+
+// heard records that Redis sent something; an open breaker then lets the
+// next command probe at once instead of waiting out open_for.
+func (c *Client) heard() {
+	c.lastHeard.Store(time.Now().UnixNano())
+	c.breaker.probeSoon()
+}
+
+// silentSince reports whether Redis has sent nothing since t.
+func (c *Client) silentSince(t time.Time) bool {
+	return c.lastHeard.Load() < t.UnixNano()
 }
 
 // connect creates the rueidis client, retrying with backoff while Redis

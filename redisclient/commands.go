@@ -261,8 +261,12 @@ func (c *Client) finish(cl *call, err error) (result, error) {
 	case resultRedis:
 		c.breaker.succeeded(cl.probe)
 		c.setConnected(true)
-	case resultTimeout:
-		c.breaker.failed(cl.probe, now)
+	case resultTimeout, resultLate:
+		if r == resultTimeout {
+			c.breaker.failed(cl.probe, now)
+		} else {
+			c.breaker.abandoned(cl.probe)
+		}
 		if !errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 		}
@@ -297,6 +301,9 @@ func (c *Client) classify(cl *call, err error) result {
 		return resultCanceled
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		if !c.silentSince(cl.start) {
+			return resultLate // Redis kept answering: this caller was late, Redis was not
+		}
 		return resultTimeout
 	}
 	if errors.Is(err, rueidis.ErrClosing) && c.closed.Load() {

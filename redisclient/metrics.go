@@ -13,7 +13,8 @@ type result int
 const (
 	resultOK          result = iota
 	resultNil                // the key does not exist (redis nil): not an error
-	resultTimeout            // the deadline passed before Redis answered
+	resultTimeout            // the deadline passed and Redis had answered nothing for as long
+	resultLate               // the deadline passed while Redis kept answering: a late caller, not a failing Redis
 	resultUnavailable        // not connected (yet), or the client is closed
 	resultBreakerOpen        // the breaker failed it at once
 	resultOverloaded         // no pending slot before the deadline
@@ -31,6 +32,8 @@ func (r result) String() string {
 		return "nil"
 	case resultTimeout:
 		return "timeout"
+	case resultLate:
+		return "late"
 	case resultUnavailable:
 		return "unavailable"
 	case resultBreakerOpen:

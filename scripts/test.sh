@@ -129,8 +129,8 @@ go test -race -count=1 -timeout 15m $short ./...
 
 # Tests that measure time under load skip themselves under the race
 # detector (it slows everything 5-10x); they run here without it.
-log "timed load tests (no race detector): seed incident 003"
-go test -count=1 -timeout 10m $short -run 'TestSeedIncident003' ./gateway/
+log "timed load tests (no race detector): seed incident 003, no lockout by a token flood or a Redis outage"
+go test -count=1 -timeout 10m $short -run 'TestSeedIncident003|TestNoLockout' ./gateway/
 
 log "interop module (test/interop): vet, staticcheck, race tests, one pass of each benchmark"
 (

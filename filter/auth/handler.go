@@ -39,6 +39,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	start := time.Now()
+	kt := h.known.get(token)
+	if kt == nil {
+		// Not found valid here recently: its lookup takes the bounded
+		// budget of unknown tokens, so a flood of random ones cannot
+		// queue in front of known users.
+		if !h.acquireUnknown(r.Context()) {
+			h.storeFailed(w, r, errUnknownBudget)
+			return
+		}
+		h.m.unknown.Inc()
+		defer func() { <-h.unknownSlots; h.m.unknown.Dec() }()
+	}
 	ctx := r.Context()
 	var cancel context.CancelFunc
 	if h.ownTimeout {
@@ -48,27 +60,48 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if cancel != nil {
 		cancel()
 	}
-	took := time.Since(start).Seconds()
-	if err != nil {
-		h.m.lookup[lookupError].Observe(took)
-		h.storeFailed(w, r, err)
-		return
-	}
+	now := time.Now()
+	took := now.Sub(start).Seconds()
 	var id *identity
-	if found {
+	switch {
+	case err != nil:
+		h.m.lookup[lookupError].Observe(took)
+		if id = h.known.stale(kt, now); id == nil || r.Context().Err() != nil {
+			h.storeFailed(w, r, err)
+			return
+		}
+		// The store cannot answer; this token was valid moments ago.
+		h.m.outcomes[outcomeStale].Inc()
+		h.serve(w, r, id)
+		return
+	case found:
 		h.m.lookup[lookupFound].Observe(took)
 		id = h.identities.get(value, h.fields.parse)
-	} else {
+	default:
 		h.m.lookup[lookupNotFound].Observe(took)
 	}
 	if id == nil {
+		h.known.forget(kt, token) // revoked, expired, or no identity any more
+		if kt != nil {
+			h.m.known.Set(float64(h.known.size()))
+		}
 		h.withoutIdentity(w, r, outcomeInvalid, "invalid token")
 		return
+	}
+	h.known.confirm(kt, token, id, pttl, now)
+	if kt == nil {
+		h.m.known.Set(float64(h.known.size()))
 	}
 
 	if h.renewer != nil && pttl >= 0 && pttl < h.threshold {
 		h.renewer.request(token, start)
 	}
+	h.m.outcomes[outcomeOK].Inc()
+	h.serve(w, r, id)
+}
+
+// serve sends r on with identity id.
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, id *identity) {
 	for _, hv := range id.headers {
 		r.Header[hv.name] = hv.values
 	}
@@ -76,7 +109,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		info.UserID = id.userID
 		info.Attachments = id.attachments
 	}
-	h.m.outcomes[outcomeOK].Inc()
 	h.next.ServeHTTP(w, r)
 }
 
@@ -99,6 +131,30 @@ func (h *handler) withoutIdentity(w http.ResponseWriter, r *http.Request, why ou
 	exchange.WriteError(w, r, http.StatusUnauthorized, exchange.CodeUnauthorized, message)
 }
 
+// acquireUnknown takes a slot of the unknown-token budget, waiting for one
+// at most the lookup timeout (a gateway that just started knows nobody:
+// many first requests at once wait their turn rather than fail).
+func (h *handler) acquireUnknown(ctx context.Context) bool {
+	select {
+	case h.unknownSlots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(h.timeout)
+	defer t.Stop()
+	select {
+	case h.unknownSlots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// errUnknownBudget: auth.unknown_lookups lookups of unknown tokens are in
+// flight already.
+var errUnknownBudget = errors.New("too many lookups of unknown tokens in flight")
+
 // storeFailed answers a request whose token the store could not look up
 // in time, as on_store_error says.
 func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, err error) {
@@ -112,7 +168,8 @@ func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, err error)
 		return
 	}
 	why := outcomeStoreError
-	if errors.Is(err, redisclient.ErrBreakerOpen) || errors.Is(err, redisclient.ErrOverloaded) || errors.Is(err, redisclient.ErrUnavailable) {
+	if errors.Is(err, redisclient.ErrBreakerOpen) || errors.Is(err, redisclient.ErrOverloaded) || errors.Is(err, redisclient.ErrUnavailable) ||
+		errors.Is(err, errUnknownBudget) {
 		why = outcomeRejected
 	}
 	h.m.outcomes[why].Inc()

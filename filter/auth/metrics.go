@@ -15,12 +15,13 @@ const (
 	outcomeMissing                   // 401: no token
 	outcomeInvalid                   // 401: unknown or expired token, or no user id in its value
 	outcomeStoreError                // 503: the store failed or timed out
-	outcomeRejected                  // 503: the store refused at once (breaker open, overloaded, not connected)
+	outcomeRejected                  // 503: the store refused at once (breaker open, overloaded, not connected), or too many unknown tokens in flight
+	outcomeStale                     // the store failed; a token found valid within stale_if_error got its identity then
 	numOutcomes
 )
 
 func (o outcome) String() string {
-	return [...]string{"ok", "anonymous", "missing", "invalid", "store_error", "rejected"}[o]
+	return [...]string{"ok", "anonymous", "missing", "invalid", "store_error", "rejected", "stale"}[o]
 }
 
 // renewResult is what became of one renewal request.
@@ -62,12 +63,14 @@ type filterMetrics struct {
 	renewTracked prometheus.Gauge
 	identities   prometheus.Gauge
 	resets       prometheus.Counter
+	known        prometheus.Gauge
+	unknown      prometheus.Gauge
 }
 
 func newFilterMetrics(reg prometheus.Registerer, route string) *filterMetrics {
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dubbogw_auth_requests_total",
-		Help: "Requests through the auth filter by route and result (ok, anonymous, missing, invalid, store_error, rejected).",
+		Help: "Requests through the auth filter by route and result (ok, anonymous, missing, invalid, store_error, rejected, stale: served the identity last confirmed while the store failed).",
 	}, []string{"route", "result"})
 	renewals := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dubbogw_auth_renewals_total",
@@ -94,7 +97,17 @@ func newFilterMetrics(reg prometheus.Registerer, route string) *filterMetrics {
 		Name: "dubbogw_auth_identity_cache_resets_total",
 		Help: "Times the identity cache was full and started over (often: more distinct tokens in use than it holds).",
 	}, []string{"route"})
+	known := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dubbogw_auth_known_tokens",
+		Help: "Tokens found valid recently, remembered for stale_if_error and the unknown-token budget (at most 100000 per route).",
+	}, []string{"route"})
+	unknown := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dubbogw_auth_unknown_lookups",
+		Help: "Lookups in flight of tokens not known to this instance (at most auth.unknown_lookups per route; beyond, 503 at once).",
+	}, []string{"route"})
 	if reg != nil {
+		known = observe.MustRegister(reg, known)
+		unknown = observe.MustRegister(reg, unknown)
 		identities = observe.MustRegister(reg, identities)
 		resets = observe.MustRegister(reg, resets)
 		requests = observe.MustRegister(reg, requests)
@@ -104,7 +117,8 @@ func newFilterMetrics(reg prometheus.Registerer, route string) *filterMetrics {
 		tracked = observe.MustRegister(reg, tracked)
 	}
 	m := &filterMetrics{renewQueue: queue.WithLabelValues(route), renewTracked: tracked.WithLabelValues(route),
-		identities: identities.WithLabelValues(route), resets: resets.WithLabelValues(route)}
+		identities: identities.WithLabelValues(route), resets: resets.WithLabelValues(route),
+		known: known.WithLabelValues(route), unknown: unknown.WithLabelValues(route)}
 	for o := range numOutcomes {
 		m.outcomes[o] = requests.WithLabelValues(route, o.String())
 	}

@@ -33,6 +33,12 @@ const (
 	defaultInterval     = time.Minute
 	defaultOnStoreError = "reject"
 	defaultTimeout      = 50 * time.Millisecond
+	defaultStaleIfError = 5 * time.Minute
+	defaultUnknown      = 256
+
+	// maxKnownTokens bounds the tokens remembered as valid (stale_if_error
+	// and the unknown-lookup budget), per route.
+	maxKnownTokens = 100000
 
 	// maxTokenLen: a longer token is invalid without a lookup.
 	maxTokenLen = 4096
@@ -62,6 +68,8 @@ type Filter struct {
 	stripHeaders []string // canonical names of the identity headers, removed from every request
 	fields       fields
 	identities   identityCache
+	known        knownTokens
+	unknownSlots chan struct{} // one per lookup in flight of a token not known
 	anonymous    []anonymousRule
 	anonOnError  bool // on_store_error: anonymous
 	threshold    time.Duration
@@ -106,6 +114,19 @@ func New(cfg *config.Auth, deps Deps) (*Filter, error) {
 		log:         log.With("filter", "auth", "route", deps.Route),
 	}
 	f.identities.limit = maxIdentities
+	staleIfError := defaultStaleIfError
+	if cfg.StaleIfError != nil {
+		staleIfError = cfg.StaleIfError.D()
+	}
+	if staleIfError < 0 {
+		return nil, errors.New("stale_if_error: must not be negative")
+	}
+	f.known = knownTokens{maxStale: staleIfError, keep: max(staleIfError, defaultStaleIfError), limit: maxKnownTokens}
+	unknown := orDefault(cfg.UnknownLookups, defaultUnknown)
+	if unknown < 1 {
+		return nil, fmt.Errorf("unknown_lookups: %d: must be at least 1", unknown)
+	}
+	f.unknownSlots = make(chan struct{}, unknown)
 	if p := orDefault(cfg.OnStoreError, defaultOnStoreError); p != "reject" && p != "anonymous" {
 		return nil, fmt.Errorf("on_store_error: unknown policy %q (known: reject, anonymous)", p)
 	}
