@@ -75,6 +75,7 @@ type Gateway struct {
 	dubbo                 *dubbo.Client
 	dataLn, adminLn       net.Listener
 	hijacked              connSet
+	edgeLog               sampledLog // bounds the log lines of refused requests
 	startCfg              *config.Config
 }
 
