@@ -2,8 +2,11 @@ package security
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -26,12 +29,27 @@ var headerAttacks = []attack{
 	{id: "6d", name: "trailing-dot-host", run: testTrailingDotHost},
 	{id: "9a", name: "xff-malformed-hop", run: testForwardedForMalformed},
 	{id: "9b", name: "xff-ip-port", run: testForwardedForIPPort},
+	{id: "H1", name: "content-length-and-transfer-encoding", run: testCLAndTE},
+	{id: "H2", name: "duplicate-content-length", run: testDuplicateContentLength},
+	{id: "H3", name: "transfer-encoding-other-than-chunked", run: testTransferEncodings},
+	{id: "H4", name: "obs-fold", run: testObsFold},
+	{id: "H5", name: "bare-cr-lf", run: testBareCRLF},
+	{id: "H6", name: "oversized-headers-and-url", run: testOversizedHeaders},
+	{id: "H7", name: "missing-or-duplicate-host", run: testHostHeader},
+	{id: "H8", name: "slowloris-headers", run: testSlowHeaders},
+	{id: "H9", name: "h2-rapid-reset", run: testH2RapidReset},
+	{id: "H10", name: "dot-segments-cleaned-before-matching", run: testDotSegments},
+	{id: "H11", name: "json-depth-cap", run: testJSONDepth},
+	{id: "H12", name: "body-limits", run: testBodyLimits},
+	{id: "H13", name: "no-panics", run: testNoPanics},
 }
 
 // upstreamSeen is what an HTTP upstream received.
 type upstreamSeen struct {
 	uri    string
 	header http.Header
+	body   string
+	bodyOK bool // the body was read to its end
 }
 
 // echoUpstream is an HTTP upstream that answers 200 "ok" and keeps every
@@ -46,8 +64,14 @@ func startEchoUpstream(t *testing.T) *echoUpstream {
 	t.Helper()
 	u := &echoUpstream{}
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen := upstreamSeen{uri: r.RequestURI, header: r.Header.Clone()}
 		u.mu.Lock()
-		u.seen = append(u.seen, upstreamSeen{uri: r.RequestURI, header: r.Header.Clone()})
+		i := len(u.seen)
+		u.seen = append(u.seen, seen)
+		u.mu.Unlock()
+		b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		u.mu.Lock()
+		u.seen[i].body, u.seen[i].bodyOK = string(b), err == nil
 		u.mu.Unlock()
 		_, _ = w.Write([]byte("ok"))
 	}))
@@ -390,4 +414,396 @@ func testForwardedForIPPort(t *testing.T) {
 	if n := len(up.requests()); n != 4 {
 		t.Errorf("the upstream received %d requests, want 4 (the allowed ones)", n)
 	}
+}
+
+// catchAllYAML: one route taking every request to upstream.
+func catchAllYAML(upstream, more string) string {
+	return fmt.Sprintf(`
+upstreams:
+  up: {targets: [{url: %q}]}
+routes:
+  - {name: all, match: {prefix: /}, upstream: up, max_body_bytes: 1KiB}
+%s`, upstream, more)
+}
+
+// testCLAndTE: Content-Length and Transfer-Encoding: chunked together.
+// The body is read by Transfer-Encoding (RFC 9112 6.3), and the upstream
+// gets it framed by the gateway, never with the client's Content-Length.
+func testCLAndTE(t *testing.T) {
+	up := startEchoUpstream(t)
+	g := startGateway(t, catchAllYAML(up.url, ""))
+	for _, order := range [][2]string{
+		{"Content-Length: 3", "Transfer-Encoding: chunked"},
+		{"Transfer-Encoding: chunked", "Content-Length: 3"},
+	} {
+		res := sendRaw(t, g.addr, "POST /x HTTP/1.1\r\nHost: gw.test\r\n"+order[0]+"\r\n"+order[1]+"\r\nConnection: close\r\n\r\n"+
+			"5\r\nhello\r\n0\r\n\r\n", 10*time.Second)
+		wantStatus(t, order[0]+" then "+order[1], res, http.StatusOK)
+		seen := up.last(t)
+		if !seen.bodyOK || seen.body != "hello" {
+			t.Errorf("upstream got body %q (read to the end: %v), want the chunked body hello", seen.body, seen.bodyOK)
+		}
+		if cl := seen.header.Get("Content-Length"); cl == "3" {
+			t.Error("upstream got the client's Content-Length: 3")
+		}
+	}
+}
+
+// testDuplicateContentLength: two different lengths, or a list, are 400;
+// the upstream gets nothing.
+func testDuplicateContentLength(t *testing.T) {
+	up := startEchoUpstream(t)
+	g := startGateway(t, catchAllYAML(up.url, ""))
+	for _, cl := range []string{"Content-Length: 5\r\nContent-Length: 6", "Content-Length: 5, 6", "Content-Length: -1", "Content-Length: +5"} {
+		res := sendRaw(t, g.addr, "POST /x HTTP/1.1\r\nHost: gw.test\r\n"+cl+"\r\n\r\nhello!", 10*time.Second)
+		wantStatus(t, strings.ReplaceAll(cl, "\r\n", " | "), res, http.StatusBadRequest)
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("the upstream received %d requests", n)
+	}
+}
+
+// testTransferEncodings: any Transfer-Encoding but a lone "chunked" is
+// refused (501), never forwarded.
+func testTransferEncodings(t *testing.T) {
+	up := startEchoUpstream(t)
+	g := startGateway(t, catchAllYAML(up.url, ""))
+	for _, te := range []string{"chunked, identity", "identity", "gzip, chunked", "chunked\r\nTransfer-Encoding: chunked"} {
+		res := sendRaw(t, g.addr, "POST /x HTTP/1.1\r\nHost: gw.test\r\nTransfer-Encoding: "+te+"\r\n\r\n0\r\n\r\n", 10*time.Second)
+		wantStatus(t, "Transfer-Encoding: "+te, res, http.StatusNotImplemented)
+	}
+	res := sendRaw(t, g.addr, "POST /x HTTP/1.1\r\nHost: gw.test\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n", 10*time.Second)
+	wantStatus(t, "Transfer-Encoding with a space before the colon", res, http.StatusBadRequest)
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("the upstream received %d requests", n)
+	}
+}
+
+// testObsFold: a folded header line is unfolded into one value (RFC 9112
+// 5.2), never forwarded as a line of its own.
+func testObsFold(t *testing.T) {
+	up := startEchoUpstream(t)
+	g := startGateway(t, catchAllYAML(up.url, ""))
+	res := sendRaw(t, g.addr, "GET /x HTTP/1.1\r\nHost: gw.test\r\nX-A: a\r\n X-User-Id: admin\r\nConnection: close\r\n\r\n", 10*time.Second)
+	wantStatus(t, "folded X-A", res, http.StatusOK)
+	h := up.last(t).header
+	if got := h.Values("X-A"); len(got) != 1 || got[0] != "a X-User-Id: admin" {
+		t.Errorf("upstream got X-A %q, want the one unfolded value", got)
+	}
+	if got := h.Get("X-User-Id"); got != "" {
+		t.Errorf("upstream got X-User-Id %q from a folded line", got)
+	}
+}
+
+// testBareCRLF: a bare CR in a header is 400; a bare LF ends a line (RFC
+// 9112 2.2 lets a recipient accept it), so the upstream gets the headers
+// as the gateway parsed them, framed with CRLF.
+func testBareCRLF(t *testing.T) {
+	up := startEchoUpstream(t)
+	g := startGateway(t, catchAllYAML(up.url, ""))
+	for _, raw := range []string{
+		"GET /x HTTP/1.1\r\nHost: gw.test\r\nX-A: a\rX-User-Id: admin\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: gw.test\r\nX-A: a\r\r\n\r\n",
+		"GET /x\r HTTP/1.1\r\nHost: gw.test\r\n\r\n",
+	} {
+		wantStatus(t, fmt.Sprintf("%q", raw), sendRaw(t, g.addr, raw, 10*time.Second), http.StatusBadRequest)
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("the upstream received %d requests", n)
+	}
+	res := sendRaw(t, g.addr, "GET /x HTTP/1.1\nHost: gw.test\nX-A: a\nX-B: b\nConnection: close\n\n", 10*time.Second)
+	wantStatus(t, "bare LF line ends", res, http.StatusOK)
+	h := up.last(t).header
+	if h.Get("X-A") != "a" || h.Get("X-B") != "b" {
+		t.Errorf("upstream got X-A %q, X-B %q; want a, b", h.Get("X-A"), h.Get("X-B"))
+	}
+}
+
+// sendFlood writes head and then pad bytes of filler as one header line or
+// URL, concurrently reading the answer (the gateway answers and closes
+// before reading it all).
+func sendFlood(t *testing.T, addr, head string, pad int, tail string) rawResponse {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := io.WriteString(c, head); err != nil {
+			return
+		}
+		chunk := []byte(strings.Repeat("a", 4096))
+		for n := 0; n < pad; n += len(chunk) {
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+		}
+		_, _ = io.WriteString(c, tail)
+	}()
+	res := readRaw(c)
+	c.Close()
+	<-done
+	return res
+}
+
+// testOversizedHeaders: headers or a URL over max_header_bytes are 431,
+// and the upstream gets nothing.
+func testOversizedHeaders(t *testing.T) {
+	up := startEchoUpstream(t)
+	g := startGateway(t, catchAllYAML(up.url, "server: {max_header_bytes: 8KiB}\n"))
+	// net/http allows 4096 bytes over max_header_bytes: 64KiB is well over.
+	res := sendFlood(t, g.addr, "GET /x HTTP/1.1\r\nHost: gw.test\r\nX-Big: ", 64<<10, "\r\n\r\n")
+	wantStatus(t, "a 64KiB header", res, http.StatusRequestHeaderFieldsTooLarge)
+	res = sendFlood(t, g.addr, "GET /", 64<<10, " HTTP/1.1\r\nHost: gw.test\r\n\r\n")
+	wantStatus(t, "a 64KiB URL", res, http.StatusRequestHeaderFieldsTooLarge)
+	var many strings.Builder
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&many, "X-H%d: v\r\n", i)
+	}
+	res = sendFlood(t, g.addr, "GET /x HTTP/1.1\r\nHost: gw.test\r\n"+many.String(), 0, "\r\n")
+	wantStatus(t, "2000 header lines", res, http.StatusRequestHeaderFieldsTooLarge)
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("the upstream received %d requests", n)
+	}
+	wantStatus(t, "a normal request after", g.get(t, "/x", "gw.test"), http.StatusOK)
+}
+
+// testHostHeader: HTTP/1.1 without Host, or with two, is 400.
+func testHostHeader(t *testing.T) {
+	up := startEchoUpstream(t)
+	g := startGateway(t, catchAllYAML(up.url, ""))
+	for _, raw := range []string{
+		"GET /x HTTP/1.1\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: a.test, b.test\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: a.test/evil\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: a test\r\n\r\n",
+	} {
+		wantStatus(t, fmt.Sprintf("%q", raw), sendRaw(t, g.addr, raw, 10*time.Second), http.StatusBadRequest)
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("the upstream received %d requests", n)
+	}
+}
+
+// testSlowHeaders: a client sending its headers a line at a time, never
+// finishing, is cut at read_header_timeout however it keeps trickling.
+func testSlowHeaders(t *testing.T) {
+	up := startEchoUpstream(t)
+	g := startGateway(t, catchAllYAML(up.url, "server: {read_header_timeout: 1s}\n"))
+	c, err := net.DialTimeout("tcp", g.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stop := make(chan struct{})
+	trickled := make(chan struct{})
+	go func() {
+		defer close(trickled)
+		if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: gw.test\r\n"); err != nil {
+			return
+		}
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := fmt.Fprintf(c, "X-Slow-%d: v\r\n", i); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	// Far longer than the timeout: the server must close well before.
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_, err = io.ReadAll(c)
+	close(stop)
+	<-trickled
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the gateway kept a connection trickling headers for 30s (read_header_timeout 1s)")
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("the upstream received %d requests", n)
+	}
+}
+
+// testH2RapidReset: an h2c client opening streams and resetting each at
+// once (CVE-2023-44487). The gateway ends with nothing in flight and no
+// goroutine left for the flood, and keeps serving.
+func testH2RapidReset(t *testing.T) {
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(release) })
+	g := startGateway(t, catchAllYAML(slow.URL, ""))
+	wantStatus(t, "a request before the flood", g.get(t, "/x", "gw.test"), http.StatusOK)
+	before := runtime.NumGoroutine()
+
+	c, err := net.DialTimeout("tcp", g.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(60 * time.Second))
+	read := make(chan struct{})
+	go func() { defer close(read); _, _ = io.Copy(io.Discard, c) }() // the server's frames, so its writes never block
+	frame := func(typ, flags byte, stream uint32, payload []byte) []byte {
+		n := len(payload)
+		return append([]byte{byte(n >> 16), byte(n >> 8), byte(n), typ, flags,
+			byte(stream >> 24), byte(stream >> 16), byte(stream >> 8), byte(stream)}, payload...)
+	}
+	// HPACK without indexing: :method GET, :scheme http, :path /slow, :authority gw.test.
+	headers := []byte{0x82, 0x86, 0x04, 0x05, '/', 's', 'l', 'o', 'w', 0x01, 0x07, 'g', 'w', '.', 't', 'e', 's', 't'}
+	const streams = 5000
+	buf := []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+	buf = append(buf, frame(0x4, 0, 0, nil)...) // SETTINGS
+	for i := uint32(0); i < streams; i++ {
+		id := 2*i + 1
+		buf = append(buf, frame(0x1, 0x5, id, headers)...)            // HEADERS, END_STREAM|END_HEADERS
+		buf = append(buf, frame(0x3, 0, id, []byte{0, 0, 0, 0x8})...) // RST_STREAM CANCEL
+	}
+	_, _ = c.Write(buf) // the gateway may close the connection midway: a fine answer too
+	_ = c.Close()
+	<-read
+
+	testenv.WaitFor(t, 30*time.Second, "nothing in flight after the flood", func() bool {
+		return g.metric(t, "dubbogw_inflight", map[string]string{"scope": "global"}) == 0
+	})
+	// Each stream's handler, and the upstream exchanges, are gone: a
+	// handful of goroutines may remain (idle upstream connections).
+	testenv.WaitFor(t, 30*time.Second, "the flood's goroutines to end", func() bool {
+		return runtime.NumGoroutine() <= before+20
+	})
+	t.Logf("streams answered 499 (reset): %v", g.metric(t, "dubbogw_http_requests_total", map[string]string{"route": "all", "code": "499"}))
+	wantStatus(t, "a request after the flood", g.get(t, "/x", "gw.test"), http.StatusOK)
+}
+
+// testDotSegments: "..", "//" are resolved before matching (routed as the
+// path they resolve to, with its filters); escaped dots and slashes are
+// refused. Neither reaches the upstream past /admin's auth.
+func testDotSegments(t *testing.T) {
+	up := startEchoUpstream(t)
+	g := startGateway(t, fmt.Sprintf(`
+upstreams:
+  up: {targets: [{url: %q}]}
+routes:
+  - {name: public, match: {prefix: /public}, upstream: up}
+  - name: admin
+    match: {prefix: /admin}
+    upstream: up
+    filters: [{auth: {store: memory, tokens: {good-token: '{"userId":"u1"}'}}}]
+`, up.url))
+	for _, p := range []string{"/public/../admin", "/public/./../admin/x", "//admin", "/public/..//admin", "/public/%2e%2e/admin",
+		"/public/%2E%2E/admin", "/public%2f..%2fadmin", "/public/..%2fadmin"} {
+		res := g.get(t, p, "gw.test")
+		if res.err != nil || (res.status != http.StatusUnauthorized && res.status != http.StatusBadRequest) {
+			t.Errorf("GET %s: status %d (%v), want 401 from /admin's auth or 400", p, res.status, res.err)
+		}
+	}
+	if seen := up.requests(); len(seen) > 0 {
+		t.Errorf("the upstream received %q", seen[0].uri)
+	}
+	wantStatus(t, "GET /public/x/../y", g.get(t, "/public/x/../y", "gw.test"), http.StatusOK)
+	if got := up.last(t).uri; got != "/public/y" {
+		t.Errorf("upstream got %q, want the cleaned /public/y", got)
+	}
+}
+
+// testJSONDepth: a JSON body nested far deeper than the cap is 400 and no
+// call reaches the provider.
+func testJSONDepth(t *testing.T) {
+	addr, rec := demoProvider(t)
+	g := startGateway(t, fmt.Sprintf(`
+registries:
+  demo: {type: static, providers: {com.example.demo.UserService: [%q]}}
+routes:
+  - name: create
+    match: {methods: [POST], path: /users}
+    max_body_bytes: 4MiB
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: createUser
+      params: [{type: com.example.demo.User, from: body}]
+`, addr))
+	for _, body := range []string{
+		strings.Repeat("[", 1<<20) + strings.Repeat("]", 1<<20),
+		strings.Repeat(`{"a":`, 100000) + "1" + strings.Repeat("}", 100000),
+		`{"name":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`,
+	} {
+		res := sendRaw(t, g.addr, fmt.Sprintf("POST /users HTTP/1.1\r\nHost: gw.test\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+			len(body), body), 30*time.Second)
+		wantStatus(t, fmt.Sprintf("%d-byte nested body", len(body)), res, http.StatusBadRequest)
+	}
+	if rec.contains("createUser") {
+		t.Error("a call reached the provider")
+	}
+}
+
+// testBodyLimits: a body over the route's max_body_bytes is 413, declared
+// (never sent upstream) or streamed.
+func testBodyLimits(t *testing.T) {
+	up := startEchoUpstream(t)
+	g := startGateway(t, catchAllYAML(up.url, ""))
+	big := strings.Repeat("a", 2048)
+	res := sendRaw(t, g.addr, "POST /x HTTP/1.1\r\nHost: gw.test\r\nContent-Length: 2048\r\nConnection: close\r\n\r\n"+big, 10*time.Second)
+	wantStatus(t, "Content-Length 2048 over 1KiB", res, http.StatusRequestEntityTooLarge)
+	res = sendRaw(t, g.addr, "POST /x HTTP/1.1\r\nHost: gw.test\r\nContent-Length: 99999999999999\r\nConnection: close\r\n\r\n", 10*time.Second)
+	wantStatus(t, "a huge Content-Length", res, http.StatusRequestEntityTooLarge)
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("the upstream received %d requests with a declared body over the limit", n)
+	}
+	res = sendRaw(t, g.addr, "POST /x HTTP/1.1\r\nHost: gw.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"+
+		"800\r\n"+big+"\r\n0\r\n\r\n", 10*time.Second)
+	wantStatus(t, "a chunked body of 2048 bytes over 1KiB", res, http.StatusRequestEntityTooLarge)
+	for _, seen := range up.requests() {
+		if seen.bodyOK && len(seen.body) > 1024 {
+			t.Errorf("the upstream read a whole body of %d bytes", len(seen.body))
+		}
+	}
+}
+
+// testNoPanics: odd but parseable requests each get an answer; no panic
+// is recovered or logged, and the gateway keeps serving.
+func testNoPanics(t *testing.T) {
+	up := startEchoUpstream(t)
+	g := startGateway(t, catchAllYAML(up.url, "server: {trusted_proxies: [127.0.0.1]}\n"))
+	for _, raw := range []string{
+		"OPTIONS * HTTP/1.1\r\nHost: gw.test\r\n\r\n",
+		"CONNECT gw.test:443 HTTP/1.1\r\nHost: gw.test:443\r\n\r\n",
+		"GET http://other.test/x?a=%zz&b=;c HTTP/1.1\r\nHost: gw.test\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: [::1]:99999\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: gw.test\r\nX-Forwarded-For: ,,,[,]:,\r\nConnection: ,,, ,\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: gw.test\r\nX-Request-Id: \xff\xfe\r\nOrigin: x\r\nAccess-Control-Request-Method: \x01\r\n\r\n",
+		"PATCH /" + strings.Repeat("a/", 2000) + " HTTP/1.1\r\nHost: gw.test\r\nContent-Length: 0\r\n\r\n",
+		"G\xc3\xa9T /x HTTP/1.1\r\nHost: gw.test\r\n\r\n",
+		"GET /x?" + strings.Repeat("a=1&", 1000) + " HTTP/1.1\r\nHost: gw.test\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: gw.test\r\nAuthorization: Bearer\r\nCookie: =;=;;\r\n\r\n",
+		"GET /x HTTP/9.9\r\nHost: gw.test\r\n\r\n",
+	} {
+		res := sendRaw(t, g.addr, raw, 10*time.Second)
+		if res.err != nil || res.status == 0 {
+			t.Errorf("%.60q: no answer (%v)", raw, res.err)
+		}
+	}
+	if n := g.metric(t, "dubbogw_filter_panics_total", map[string]string{"route": "all"}); n > 0 {
+		t.Errorf("%v panics recovered", n)
+	}
+	if strings.Contains(strings.ToLower(g.logs.String()), "panic") {
+		t.Error("a panic was logged")
+	}
+	wantStatus(t, "a normal request after", g.get(t, "/x", "gw.test"), http.StatusOK)
 }
