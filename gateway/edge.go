@@ -83,9 +83,15 @@ func (s *identitySet) add(name string) {
 	s.lens[len(f)/64] |= 1 << (len(f) % 64)
 }
 
+// mayHave reports whether an identity header is n bytes long: most
+// header names are ruled out by this alone.
+func (s *identitySet) mayHave(n int) bool {
+	return n < 256 && s.lens[(n>>6)&3]&(1<<(n&63)) != 0
+}
+
 // has reports whether the header name is an identity header or a look-alike.
 func (s *identitySet) has(name string) bool {
-	if len(name) > 255 || s.lens[len(name)/64]&(1<<(len(name)%64)) == 0 {
+	if !s.mayHave(len(name)) {
 		return false
 	}
 	for _, n := range s.names {
@@ -166,15 +172,18 @@ func newEdgeCounters(reg prometheus.Registerer) edgeCounters {
 // gateway sets later is never removed.
 func (g *Gateway) cleanHeaders(t *table, r *http.Request) {
 	h := r.Header
-	if conn, ok := h["Connection"]; ok {
-		if n := removeConnectionListed(h, conn); n > 0 {
-			g.metrics.edge.connectionRemoved.Add(float64(n))
-		}
-	}
-	for name := range h {
-		if t.identity.has(name) {
+	var conn []string
+	for name, v := range h { // one pass over the names, no lookup
+		if len(name) == len("Connection") && name == "Connection" {
+			conn = v
+		} else if t.identity.mayHave(len(name)) && t.identity.has(name) {
 			delete(h, name) // deleting during range is safe: the entry is not visited again
 			g.metrics.edge.identityRemoved.Inc()
+		}
+	}
+	if conn != nil {
+		if n := removeConnectionListed(h, conn); n > 0 {
+			g.metrics.edge.connectionRemoved.Add(float64(n))
 		}
 	}
 	if host := trimHostDots(r.Host); host != r.Host {
@@ -188,6 +197,9 @@ func (g *Gateway) cleanHeaders(t *table, r *http.Request) {
 // hop-by-hop tokens (none: no Connection header). It returns how many
 // names it removed; it allocates only when there were some.
 func removeConnectionListed(h http.Header, conn []string) int {
+	if len(conn) == 1 && (conn[0] == "keep-alive" || conn[0] == "close" || conn[0] == "Keep-Alive") {
+		return 0 // what nearly every client sends
+	}
 	removed := 0
 	for _, v := range conn {
 		for v != "" {
@@ -225,6 +237,9 @@ func removeConnectionListed(h http.Header, conn []string) int {
 // port: "api.example.com.:8080" is "api.example.com:8080". A bracketed
 // IPv6 host is returned as it is.
 func trimHostDots(host string) string {
+	if host == "" || host[len(host)-1] != '.' && (host[len(host)-1] < '0' || host[len(host)-1] > '9') {
+		return host // no trailing dot, no port: nearly every host
+	}
 	name, port := host, ""
 	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host[:i], ':') < 0 {
 		name, port = host[:i], host[i:]
@@ -259,6 +274,9 @@ func checkPath(p, raw string) (matrix bool, problem string) {
 		c := byte('/')
 		if i < len(p) {
 			c = p[i]
+			if c >= '0' && c != ';' && c != '\\' && c != 0x7f {
+				continue // letters, digits and most punctuation: nothing to check
+			}
 		}
 		switch {
 		case c == '/':
