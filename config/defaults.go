@@ -44,6 +44,15 @@ const RetryOnConnectFailure = "connect_failure"
 // DefaultCORSMethods returns the default CORS.AllowMethods.
 func DefaultCORSMethods() []string { return []string{"GET", "HEAD", "POST"} }
 
+// DefaultIdentityHeaders returns the default Server.IdentityHeaders: the
+// auth filter's default user header, and the user headers that
+// authenticating proxies (oauth2-proxy, Apache, Django's RemoteUser) send
+// and that upstreams behind them trust.
+func DefaultIdentityHeaders() []string {
+	return []string{"X-User-Id", "X-Remote-User", "Remote-User", "X-Forwarded-User", "X-Forwarded-Email",
+		"X-Auth-Request-User", "X-Auth-Request-Email"}
+}
+
 // DefaultRetryOn returns the default Retry.On.
 func DefaultRetryOn() []string { return []string{RetryOnConnectFailure, "502", "503", "504"} }
 
@@ -67,6 +76,9 @@ func Defaults(c *Config) {
 	setDefault(&s.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefaultPtr(&s.MaxInFlight, DefaultMaxInFlight)
 	setDefaultPtr(&s.H2C, true)
+	if s.IdentityHeaders == nil {
+		s.IdentityHeaders = DefaultIdentityHeaders()
+	}
 
 	setDefaultPtr(&c.Shutdown.Delay, DefaultShutdownDelay)
 	setDefaultPtr(&c.Shutdown.IdleGrace, DefaultIdleGrace)

@@ -24,6 +24,7 @@ server:
   max_body_bytes: 1MB
   max_in_flight: 0
   trusted_proxies: ["10.0.0.0/8", "192.0.2.7", "::1"]
+  identity_headers: [X-User-Id, X-Tenant-Admin]
   h2c: false
 shutdown:
   delay: 1s
@@ -179,6 +180,7 @@ func TestParseFullConfig(t *testing.T) {
 			MaxBodyBytes:      1000 * 1000,
 			MaxInFlight:       ptr(0),
 			TrustedProxies:    []string{"10.0.0.0/8", "192.0.2.7", "::1"},
+			IdentityHeaders:   []string{"X-User-Id", "X-Tenant-Admin"},
 			H2C:               ptr(false),
 		},
 		Shutdown:  Shutdown{Delay: ptr(Duration(time.Second)), DrainTimeout: Duration(10 * time.Second), IdleGrace: ptr(Duration(2 * time.Second))},
@@ -362,6 +364,8 @@ routes:
 		{"server.max_body_bytes", c.Server.MaxBodyBytes, ByteSize(8 * 1024 * 1024)},
 		{"server.max_in_flight", *c.Server.MaxInFlight, 10000},
 		{"server.trusted_proxies", len(c.Server.TrustedProxies), 0},
+		{"server.identity_headers", strings.Join(c.Server.IdentityHeaders, ","), "X-User-Id,X-Remote-User,Remote-User,X-Forwarded-User,X-Forwarded-Email,X-Auth-Request-User,X-Auth-Request-Email"},
+		{"routes[0].allow_matrix_params", r.AllowMatrixParams, false},
 		{"server.h2c", *c.Server.H2C, true},
 		{"shutdown.delay", c.Shutdown.Delay.D(), 3 * time.Second},
 		{"shutdown.drain_timeout", c.Shutdown.DrainTimeout.D(), 30 * time.Second},

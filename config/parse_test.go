@@ -122,6 +122,8 @@ func TestParseRefusesMistakes(t *testing.T) {
 		// Unknown keys at several depths.
 		{"unknown top-level key", base + "listn: :8080\n", []want{{"listn", "unknown key (known: listen, admin, log, server,", 14}}},
 		{"unknown key needing quotes", base + "\"my key\": 1\n", []want{{`["my key"]`, "unknown key", 14}}},
+		{"identity header that frames the request", base + "server: {identity_headers: [X-User-Id, Content_Length, \"bad name\", X-Request-Id]}\n",
+			[]want{{"server.identity_headers[1]", `"Content_Length" is not an identity header`, 14}, {"server.identity_headers[2]", "is not a valid header name", 14}, {"server.identity_headers[3]", `"X-Request-Id" is not an identity header`, 14}}},
 		{"unknown server key", base + "server: {max_inflight: 3}\n", []want{{"server.max_inflight", "unknown key (known: read_header_timeout,", 14}}},
 		{"unknown cors key", withFilter("cors: {allow_origin: [\"*\"], allow_origins: [\"*\"]}"),
 			[]want{{"routes[0].filters[0].cors.allow_origin", "unknown key (known: allow_origins, allow_methods, allow_headers, expose_headers, allow_credentials, max_age)", 13}}},

@@ -71,6 +71,14 @@ type Server struct {
 	AdaptiveConcurrency *AdaptiveConcurrency `yaml:"adaptive_concurrency"`
 	// TrustedProxies are CIDRs whose X-Forwarded-For entries are believed when finding the client IP.
 	TrustedProxies []string `yaml:"trusted_proxies"`
+	// IdentityHeaders are request headers only the gateway may send
+	// upstream: removed from every request as it enters, on every route,
+	// with their look-alikes (any case, '_' for '-': X_User_Id is
+	// X-User-Id to nginx, CGI and Spring). The headers every auth filter
+	// sends (auth.headers) are always added to them. Default
+	// DefaultIdentityHeaders(): X-User-Id and the user headers of common
+	// authenticating proxies; [] leaves only the auth filters' headers.
+	IdentityHeaders []string `yaml:"identity_headers"`
 	// H2C serves HTTP/2 without TLS (prior knowledge) beside HTTP/1.1. Default true.
 	H2C *bool `yaml:"h2c"`
 }
@@ -196,6 +204,12 @@ type Route struct {
 	MaxInFlight int `yaml:"max_in_flight"`
 	// AdaptiveConcurrency makes the route's limit follow its latency.
 	AdaptiveConcurrency *AdaptiveConcurrency `yaml:"adaptive_concurrency"`
+	// AllowMatrixParams lets paths carry ';' parameters (matrix
+	// parameters, "/cars;color=red/x") to this route, as they are. The
+	// route is chosen by the path without them, as Tomcat and Spring read
+	// it; "..;" and ".;" segments are refused all the same. Default false:
+	// 400 for any ';' in the path.
+	AllowMatrixParams bool `yaml:"allow_matrix_params"`
 }
 
 // Match selects requests. Path and Prefix are exclusive; one of them is required.

@@ -81,6 +81,12 @@ func validate(c *Config) problems {
 		}
 	}
 
+	for i, h := range s.IdentityHeaders {
+		if err := checkIdentityHeader(h, c.RequestID.Header); err != nil {
+			ps.add(indexPath("server.identity_headers", i), 0, "%v", err)
+		}
+	}
+
 	if c.Shutdown.IdleGrace != nil {
 		check("shutdown.idle_grace", nonNegative(*c.Shutdown.IdleGrace))
 	}
@@ -770,6 +776,26 @@ func checkLogOutput(out string) error {
 func checkHeaderName(name string) error {
 	if !isToken(name) {
 		return fmt.Errorf("%q is not a valid header name", name)
+	}
+	return nil
+}
+
+// notIdentity are headers that may not be listed as identity headers: the
+// gateway removes identity headers from every request, and these frame
+// the request, carry the client's credentials or the request id, or tell
+// the gateway who the client is.
+var notIdentity = []string{"host", "content-length", "content-type", "transfer-encoding", "connection",
+	"keep-alive", "te", "trailer", "upgrade", "authorization", "proxy-authorization", "cookie",
+	"x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "forwarded"}
+
+// checkIdentityHeader checks one server.identity_headers entry.
+func checkIdentityHeader(name, requestIDHeader string) error {
+	if err := checkHeaderName(name); err != nil {
+		return err
+	}
+	folded := strings.ToLower(strings.ReplaceAll(name, "_", "-"))
+	if slices.Contains(notIdentity, folded) || folded == strings.ToLower(requestIDHeader) {
+		return fmt.Errorf("%q is not an identity header: removing it from every request would break the request, its credentials or its id", name)
 	}
 	return nil
 }

@@ -10,15 +10,14 @@ import (
 // X-Forwarded-For is believed only hop by hop from the right while each hop
 // is a trusted proxy: the first untrusted address is the client. When the peer
 // itself is not trusted, the header is ignored (a client cannot forge it).
+// A hop is an address, optionally with a port ("198.51.100.7:5555",
+// "[2001:db8::1]:443", "[2001:db8::1]"); a hop that is none of these
+// ("unknown", a name, an obfuscated id) makes the client unknown: the zero
+// Addr, which IP rules refuse, rather than the trusted proxy that relayed it.
 // peerTrusted reports whether the peer is a trusted proxy.
 func ClientIP(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) (client netip.Addr, peerTrusted bool) {
-	peer, err := netip.ParseAddrPort(remoteAddr)
-	var addr netip.Addr
-	if err == nil {
-		addr = peer.Addr().Unmap()
-	} else if a, err := netip.ParseAddr(remoteAddr); err == nil {
-		addr = a.Unmap()
-	} else {
+	addr, ok := parseHop(remoteAddr)
+	if !ok {
 		return netip.Addr{}, false
 	}
 	if len(trusted) == 0 || !contains(trusted, addr) {
@@ -37,18 +36,42 @@ func ClientIP(remoteAddr string, forwardedFor []string, trusted []netip.Prefix) 
 			if hop == "" {
 				continue
 			}
-			a, err := netip.ParseAddr(hop)
-			if err != nil {
-				// A malformed hop: stop believing the chain; the last good address stands.
-				return addr, true
+			if addr, ok = parseHop(hop); !ok {
+				// Fail closed: whoever sent this hop is not known, and must
+				// not pass for the trusted proxy that relayed it.
+				return netip.Addr{}, true
 			}
-			addr = a.Unmap()
 			if !contains(trusted, addr) {
 				return addr, true
 			}
 		}
 	}
 	return addr, true
+}
+
+// parseHop parses one address as proxies write it: "ip", "ip:port",
+// "[ipv6]" or "[ipv6]:port"; IPv4-mapped IPv6 addresses are unmapped and
+// zones dropped.
+func parseHop(s string) (netip.Addr, bool) {
+	var a netip.Addr
+	var err error
+	switch {
+	case strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]"):
+		a, err = netip.ParseAddr(s[1 : len(s)-1])
+		if err == nil && !a.Is6() {
+			return netip.Addr{}, false // "[192.0.2.1]" is no address
+		}
+	case strings.Count(s, ":") == 1 || strings.HasPrefix(s, "["):
+		var ap netip.AddrPort
+		ap, err = netip.ParseAddrPort(s)
+		a = ap.Addr()
+	default:
+		a, err = netip.ParseAddr(s)
+	}
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap().WithZone(""), true
 }
 
 // ParsePrefixes parses CIDRs and single addresses ("10.0.0.0/8", "192.0.2.7", "::1").

@@ -26,7 +26,16 @@ func TestClientIP(t *testing.T) {
 		{"10.0.0.5:80", []string{"6.6.6.6, 203.0.113.9"}, trusted, "203.0.113.9", true},    // forged left part not believed
 		{"10.0.0.5:80", []string{"203.0.113.9, 10.1.1.1"}, trusted, "203.0.113.9", true},   // two trusted hops
 		{"10.0.0.5:80", []string{"203.0.113.9", "10.1.1.1"}, trusted, "203.0.113.9", true}, // several header lines
-		{"10.0.0.5:80", []string{"garbage, 10.1.1.1"}, trusted, "10.1.1.1", true},          // malformed hop stops the walk
+		{"10.0.0.5:80", []string{"garbage, 10.1.1.1"}, trusted, "invalid IP", true},        // malformed hop: unknown client, fail closed
+		{"10.0.0.5:80", []string{"unknown"}, trusted, "invalid IP", true},                  // not the trusted proxy
+		{"10.0.0.5:80", []string{"_hidden, 10.1.1.1"}, trusted, "invalid IP", true},        // RFC 7239 obfuscated id
+		{"10.0.0.5:80", []string{"203.0.113.9:5555"}, trusted, "203.0.113.9", true},        // ip:port
+		{"10.0.0.5:80", []string{"[2001:db8::1]:443"}, trusted, "2001:db8::1", true},       // [ipv6]:port
+		{"10.0.0.5:80", []string{"[2001:db8::1]"}, trusted, "2001:db8::1", true},           // [ipv6]
+		{"10.0.0.5:80", []string{"[203.0.113.9]"}, trusted, "invalid IP", true},            // brackets hold IPv6 only
+		{"10.0.0.5:80", []string{"203.0.113.9:1:2"}, trusted, "invalid IP", true},          // two ports
+		{"10.0.0.5:80", []string{"203.0.113.9:x"}, trusted, "invalid IP", true},            // bad port
+		{"10.0.0.5:80", []string{"10.1.1.1:80, 10.1.1.2"}, trusted, "10.1.1.1", true},      // every hop trusted: the leftmost
 		{"10.0.0.5:80", nil, trusted, "10.0.0.5", true},                                    // trusted peer, no header
 		{"[::1]:80", []string{"2001:db8::1"}, trusted, "2001:db8::1", true},                // IPv6
 		{"[::ffff:192.0.2.7]:80", []string{"203.0.113.1"}, trusted, "203.0.113.1", true},   // mapped peer

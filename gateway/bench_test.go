@@ -119,10 +119,14 @@ func BenchmarkServeHTTP(b *testing.B) {
 		rt.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body) })
 	}
 	req := httptest.NewRequest("GET", "http://example.com/svc500/items/42", nil)
+	// What a browser or an HTTP client library sends.
+	req.Header = http.Header{"Connection": {"keep-alive"}, "User-Agent": {"Mozilla/5.0"}, "Accept": {"application/json"},
+		"Accept-Encoding": {"gzip, deflate, br"}, "Accept-Language": {"en-US,en;q=0.9"}, "Cookie": {"session=abc"}}
 	w := &discardWriter{h: make(http.Header)}
 	b.ReportAllocs()
 	for b.Loop() {
 		clear(w.h)
+		delete(req.Header, "X-Request-Id") // as each new request comes without one
 		g.ServeHTTP(w, req)
 	}
 }

@@ -76,6 +76,7 @@ type Gateway struct {
 	dataLn, adminLn       net.Listener
 	hijacked              connSet
 	conns                 connStates // the data plane's connections, for the drain
+	edgeLog               sampledLog // bounds the log lines of refused requests
 	startCfg              *config.Config
 }
 

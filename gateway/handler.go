@@ -31,6 +31,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &requestState{info: exchange.Info{Start: start}, rec: recorder{ResponseWriter: w, upgraded: &g.hijacked}}
 	info, rec := &st.info, &st.rec
 	info.PathParams = st.params[:0]
+	// Before the edge edits the headers: a trusted proxy's X-Forwarded-For as it sent it.
+	info.ClientIP, info.TrustedPeer = exchange.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), t.trusted)
+	// Then, before anything sets a header: hop-by-hop and identity headers out.
+	g.cleanHeaders(t, r)
 	info.RequestID = requestid.Pick(r.Header.Get(t.reqIDHeader), t.trustReqID)
 	r.Header.Set(t.reqIDHeader, info.RequestID)
 	w.Header().Set(t.reqIDHeader, info.RequestID)
@@ -39,7 +43,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// the drain never has to close one under a client's next request.
 		w.Header().Set("Connection", "close")
 	}
-	info.ClientIP, info.TrustedPeer = exchange.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), t.trusted)
+	if info.TrustedPeer && !info.ClientIP.IsValid() {
+		g.noteUnknownClient(r, info)
+	}
 	ctx := exchange.WithInfo(r.Context(), info)
 	var span trace.Span // nil when tracing is off: no tracing work at all
 	if g.tracer != nil {
@@ -101,11 +107,23 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 		exchange.WriteError(w, r, http.StatusNotFound, exchange.CodeNoRoute, "no route for "+r.Method+" "+r.RequestURI)
 		return t.notFound
 	}
+	matrix, problem := checkPath(p, r.URL.RawPath)
+	if problem != "" {
+		g.refuse(w, r, info, "the request path has "+problem+", which a server behind the gateway could read as another path")
+		return t.notFound
+	}
 	if c := cleanPath(p); c != p {
 		// Match and forward the cleaned path, so "/public/../admin" cannot
 		// slip past the filters of the route that owns "/admin".
 		r.URL.Path, r.URL.RawPath = c, ""
 		p = c
+		matrix = matrix && strings.IndexByte(p, ';') >= 0
+	}
+	matchPath := p
+	if matrix {
+		// Routed as Tomcat and Spring read it: "/private;x" is /private's,
+		// whose route decides whether it takes path parameters.
+		matchPath = withoutMatrix(p)
 	}
 	method := r.Method
 	if method == http.MethodOptions && r.Header.Get("Origin") != "" {
@@ -114,17 +132,21 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 		}
 	}
 	var buf [8]router.Param
-	rt, params, st := t.router.Match(r.Host, method, p, buf[:0])
+	rt, params, st := t.router.Match(r.Host, method, matchPath, buf[:0])
 	switch st {
 	case router.NotFound:
 		exchange.WriteError(w, r, http.StatusNotFound, exchange.CodeNoRoute, "no route for "+r.Method+" "+p)
 		return t.notFound
 	case router.MethodNotAllowed:
-		w.Header().Set("Allow", strings.Join(t.router.Allowed(r.Host, p), ", "))
+		w.Header().Set("Allow", strings.Join(t.router.Allowed(r.Host, matchPath), ", "))
 		exchange.WriteError(w, r, http.StatusMethodNotAllowed, exchange.CodeMethodNotAllowed, "method "+r.Method+" is not allowed on "+p)
 		return t.notFound
 	}
 	info.Route = rt.name
+	if matrix && !rt.allowMatrix {
+		g.refuse(w, r, info, "the request path has ';' path parameters, which route "+rt.name+" does not accept (allow_matrix_params)")
+		return rt.metrics
+	}
 	if g.tracer != nil {
 		nameServerSpan(r, rt)
 	}

@@ -20,6 +20,7 @@ type metrics struct {
 	reloadOK      prometheus.Gauge         // dubbogw_config_last_reload_successful
 	routes        prometheus.Gauge         // dubbogw_routes
 	errorCounters sync.Map                 // code → prometheus.Counter, a few entries
+	edge          edgeCounters             // dubbogw_edge_total{action}
 }
 
 // noRoute labels requests that matched no route.
@@ -67,6 +68,7 @@ func newMetrics(reg prometheus.Registerer, ready func() float64) *metrics {
 			Help: "1 while the gateway reports ready (config loaded, not draining).",
 		}, ready),
 	)
+	m.edge = newEdgeCounters(reg)
 	return m
 }
 

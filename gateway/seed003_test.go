@@ -217,8 +217,11 @@ routes:
 	p99 := func(r *loadgen.Result) time.Duration { return r.Latency.Quantile(0.99) }
 	t.Logf("p99 over %d rounds: open %v healthy, %v slow; auth %v healthy, %v slow; livez %v healthy, %v slow",
 		rounds, p99(healthy.open), p99(slow.open), p99(healthy.auth), p99(slow.auth), p99(healthy.livez), p99(slow.livez))
-	if d := p99(slow.livez); d >= 10*time.Millisecond {
-		t.Errorf("/livez p99 %v with Redis slow; want < 10ms", d)
+	// /livez under 10 ms, or (another process loading the machine) within
+	// 1.5× + 5 ms of its p99 with Redis healthy in the same run: a /livez
+	// queued behind Redis, the seed's failure, waits its 200 ms.
+	if h, s := p99(healthy.livez), p99(slow.livez); s >= 10*time.Millisecond && s > h*3/2+5*time.Millisecond {
+		t.Errorf("/livez p99 %v with Redis slow, %v healthy; want < 10ms or within 1.5× + 5ms", s, h)
 	}
 	// Within 1.5× of the healthy p99, or 5 ms above it: a p99 of a few
 	// milliseconds moves by that much with whatever else the machine runs,
@@ -227,8 +230,10 @@ routes:
 	if h, s := p99(healthy.open), p99(slow.open); s > h*3/2 && s-h > 5*time.Millisecond {
 		t.Errorf("the route without auth: p99 %v with Redis slow, %v healthy; want within 1.5× or 5ms", s, h)
 	}
-	if d := p99(slow.auth); d > 50*time.Millisecond+25*time.Millisecond {
-		t.Errorf("the auth route: p99 %v with Redis slow; want within its 50ms deadline (+25ms)", d)
+	// Within its 50 ms deadline, plus 25 ms or (a loaded machine) what the
+	// healthy p99 of the same run says scheduling costs.
+	if h, s := p99(healthy.auth), p99(slow.auth); s > 50*time.Millisecond+max(25*time.Millisecond, h*3/2) {
+		t.Errorf("the auth route: p99 %v with Redis slow, %v healthy; want within its 50ms deadline (+25ms or 1.5× healthy)", s, h)
 	}
 	if slow.goroutines > healthy.goroutines+200 {
 		t.Errorf("goroutines: %d healthy, %d with Redis slow", healthy.goroutines, slow.goroutines)

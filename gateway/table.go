@@ -51,6 +51,8 @@ type route struct {
 	closers  []func()            // filters holding goroutines (auth renewals)
 	limiter  admission.Limiter   // the route's in-flight limit; nil: none
 	pattern  string              // the http.route span attribute: the path or prefix matched
+
+	allowMatrix bool // ';' path parameters are passed (allow_matrix_params)
 }
 
 // close releases what the route holds: its Dubbo reference and the
@@ -76,6 +78,7 @@ type table struct {
 	registries  map[string]registry.Registry
 	references  map[string]*registry.References // one per registry, carried with it
 	trusted     []netip.Prefix
+	identity    identitySet // headers removed from every request as it enters
 	reqIDHeader string
 	trustReqID  bool
 	global      admission.Limiter // the gateway-wide in-flight limit
@@ -113,6 +116,7 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		references:  make(map[string]*registry.References, len(cfg.Registries)),
 		reqIDHeader: http.CanonicalHeaderKey(cfg.RequestID.Header),
 		trustReqID:  cfg.RequestID.TrustIncoming == nil || *cfg.RequestID.TrustIncoming,
+		identity:    newIdentitySet(cfg),
 		drained:     make(chan struct{}),
 	}
 	if t.reqIDHeader == "" {
@@ -269,7 +273,8 @@ func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ 
 	params := paramNames(rc.Match.Path)
 	var chain []filter.Filter
 	var names []string
-	rt := &route{name: rc.Name, cfg: rc, dubbo: dh, upstream: rc.Upstream, pattern: routePattern(rc.Match)}
+	rt := &route{name: rc.Name, cfg: rc, dubbo: dh, upstream: rc.Upstream, pattern: routePattern(rc.Match),
+		allowMatrix: rc.AllowMatrixParams}
 	defer func() {
 		if err != nil {
 			rt.close()

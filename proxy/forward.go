@@ -113,10 +113,18 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 // shared) of in: it removes the hop-by-hop headers, keeps "Te: trailers",
 // and replaces the forwarding headers (see forwardedFrom). A request
 // without User-Agent is sent without one (not Go's).
+//
+// The headers the client's Connection header named are not removed here:
+// the gateway removed them as the request entered, before any filter
+// (gateway/edge.go). Removing them here, after the filters, would delete
+// what the gateway and its filters set under those names (X-User-Id,
+// X-Request-Id).
 func (u *Upstream) prepareHeader(in *http.Request, hdr http.Header) {
 	teTrailers := hasToken(hdr["Te"], "trailers")
 	fwd := forwardedFrom(in) // before the edits: hdr is in's header
-	removeHopHeaders(hdr)
+	for _, name := range hopHeaders {
+		delete(hdr, name)
+	}
 	if teTrailers {
 		hdr["Te"] = []string{"trailers"}
 	}
@@ -169,8 +177,8 @@ func (f forwarded) set(in *http.Request, hdr http.Header) {
 	hdr["X-Forwarded-Proto"] = []string{proto}
 }
 
-// removeHopHeaders deletes the hop-by-hop headers of hdr, and those its
-// Connection header names.
+// removeHopHeaders deletes the hop-by-hop headers of a target's answer,
+// and those its Connection header names.
 func removeHopHeaders(hdr http.Header) {
 	for _, v := range hdr["Connection"] {
 		for v != "" {

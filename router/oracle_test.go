@@ -57,6 +57,7 @@ func linearHost(h string) string {
 	} else if m := portHost.FindStringSubmatch(h); m != nil {
 		h = m[1]
 	}
+	h = strings.TrimRight(h, ".")
 	return strings.Map(func(r rune) rune {
 		if 'A' <= r && r <= 'Z' {
 			return r + 'a' - 'A'

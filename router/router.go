@@ -25,7 +25,8 @@
 // # Precedence
 //
 //  1. Host. The request host is compared case-insensitively (ASCII) with any
-//     ":port" removed ("[::1]:8080" is compared as "::1"). Host groups are
+//     ":port" and trailing dots removed ("[::1]:8080" is compared as "::1",
+//     the fully qualified "api.example.com." as "api.example.com"). Host groups are
 //     tried from most to least specific: the routes of the exact host; then
 //     the wildcard hosts by longest suffix ("*.a.example.com" before
 //     "*.example.com"), a wildcard matching one or more labels in front of
@@ -183,6 +184,9 @@ func (r *Router[T]) Allowed(host, path string) []string {
 func (r *Router[T]) appendGroups(dst []*group, host string) []*group {
 	if len(r.exact) > 0 || len(r.wild) > 0 {
 		h := stripPort(host)
+		for len(h) > 0 && h[len(h)-1] == '.' {
+			h = h[:len(h)-1] // "api.example.com." is api.example.com: never the catch-all's
+		}
 		// Lower-case into a stack buffer; m[string(b)] lookups do not allocate.
 		// Configured hosts are at most maxHostLen long, so for a longer request
 		// host only its tail can matter (as a wildcard suffix).

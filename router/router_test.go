@@ -80,6 +80,14 @@ func TestPrecedence(t *testing.T) {
 				{host: "::1", method: "GET", path: "/x", want: "ipv6"}, // bare IPv6 kept whole
 				{host: "10.0.0.1:80", method: "GET", path: "/x", want: "ipv4"},
 				{host: "", method: "GET", path: "/x", want: "any"},
+				// A fully qualified name (trailing dot) is the same host.
+				{host: "b.a.example.com.", method: "GET", path: "/x", want: "exact"},
+				{host: "B.A.Example.COM.:8080", method: "GET", path: "/x", want: "exact"},
+				{host: "b.a.example.com..", method: "GET", path: "/x", want: "exact"},
+				{host: "c.a.example.com.", method: "GET", path: "/x", want: "wild-a"},
+				{host: "x.y.example.com.:443", method: "GET", path: "/x", want: "wild"},
+				{host: "10.0.0.1.", method: "GET", path: "/x", want: "ipv4"},
+				{host: ".", method: "GET", path: "/x", want: "any"},
 			},
 		},
 		{

@@ -203,6 +203,26 @@ func (f *Filter) Close() {
 	}
 }
 
+// HeaderNames returns the headers a filter built from cfg sends upstream
+// (the targets of its headers, X-User-Id by default), canonical and
+// sorted. The gateway removes them, and their look-alikes, from every
+// request as it enters, on every route: an upstream that trusts them from
+// the gateway cannot tell which route a request took.
+func HeaderNames(cfg *config.Auth) []string {
+	if cfg == nil {
+		return nil
+	}
+	if cfg.Headers == nil {
+		return []string{defaultUserIDHeader}
+	}
+	names := make([]string, 0, len(cfg.Headers))
+	for _, h := range cfg.Headers {
+		names = append(names, textproto.CanonicalMIMEHeaderKey(h))
+	}
+	sort.Strings(names)
+	return slices.Compact(names)
+}
+
 func compileTokenSource(ts config.TokenSource) (tokenSource, error) {
 	s := tokenSource{
 		header: textproto.CanonicalMIMEHeaderKey(orDefault(ts.Header, defaultHeader)),

@@ -50,9 +50,12 @@ func (l *lists) admits(a netip.Addr) bool {
 }
 
 // clientAddr is the address the gateway core resolved (honouring trusted
-// proxies and X-Forwarded-For), or else the connection's peer.
+// proxies and X-Forwarded-For), or else (no gateway core: a test) the
+// connection's peer. When the core found the client unknown (a trusted
+// proxy relayed a malformed X-Forwarded-For), the answer is the zero Addr,
+// which admits refuses: never the proxy's own address.
 func clientAddr(r *http.Request) netip.Addr {
-	if info := exchange.From(r.Context()); info != nil && info.ClientIP.IsValid() {
+	if info := exchange.From(r.Context()); info != nil {
 		return info.ClientIP
 	}
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {

@@ -39,7 +39,7 @@ func TestIPFilter(t *testing.T) {
 		{"Info client IP wins over the peer (denied)", allowDeny, "10.2.3.4:1", "192.168.1.1", false},
 		{"Info client IP wins over the peer (allowed)", allowDeny, "192.168.1.1:1", "10.2.3.4", true},
 		{"Info mapped client IP", allowDeny, "192.168.1.1:1", "::ffff:10.2.3.4", true},
-		{"Info without client IP falls back to the peer", allowDeny, "10.2.3.4:1", "zero", true},
+		{"Info with an unknown client (malformed X-Forwarded-For) is refused, never the peer", allowDeny, "10.2.3.4:1", "zero", false},
 		{"deny only: others pass", denyOnly, "198.51.100.1:1", "", true},
 		{"deny only: listed IPv4 refused", denyOnly, "192.0.2.9:1", "", false},
 		{"deny only: listed IPv6 refused", denyOnly, "[::1]:1", "", false},
