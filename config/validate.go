@@ -28,8 +28,9 @@ func Validate(c *Config) error {
 	return &Error{Problems: ps}
 }
 
-// Warnings lists what is allowed but probably unintended: upstreams that no
-// route uses. Sorted by path.
+// Warnings lists what is allowed but probably unintended: an admin
+// listener reachable from other machines without a token, upstreams that
+// no route uses. Sorted by path.
 func Warnings(c *Config) []Problem {
 	used := make(map[string]bool)
 	for _, r := range c.Routes {
@@ -38,6 +39,7 @@ func Warnings(c *Config) []Problem {
 		}
 	}
 	var ps problems
+	adminWarnings(&ps, &c.Admin)
 	for name := range c.Upstreams {
 		if !used[name] {
 			ps.add(keyPath("upstreams", name), 0, "not used by any route")
@@ -60,6 +62,7 @@ func validate(c *Config) problems {
 	if checkListenAddr(c.Listen) == nil && checkListenAddr(c.Admin.Listen) == nil {
 		check("admin.listen", checkListenersApart(c.Listen, c.Admin.Listen))
 	}
+	validateAdmin(&ps, &c.Admin)
 	check("log.level", checkLogLevel(c.Log.Level))
 	check("log.format", checkLogFormat(c.Log.Format))
 
