@@ -164,10 +164,12 @@ type Headers struct {
 	Response HeaderOps `yaml:"response"`
 }
 
-// HeaderOps is applied in the order remove, set, add.
+// HeaderOps is applied in the order remove, set, add. The values of Set
+// and Add are often credentials (Cookie, an upstream's API key): the admin
+// API, logs and errors never show them.
 type HeaderOps struct {
-	Set    map[string]string `yaml:"set"`
-	Add    map[string]string `yaml:"add"`
+	Set    map[string]string `yaml:"set" redact:"values"`
+	Add    map[string]string `yaml:"add" redact:"values"`
 	Remove []string          `yaml:"remove"`
 }
 

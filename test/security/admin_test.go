@@ -30,8 +30,8 @@ var adminAttacks = []attack{
 	{id: "10c", name: "admin-without-token", run: attackAdminWithoutToken},
 	{id: "10d", name: "admin-token-file-rotation", run: attackAdminTokenFile},
 	{id: "10e", name: "validate-open-admin", run: attackValidateOpenAdmin},
-	// {id: "11a", name: "secrets-in-admin-config", run: attackSecretsInAdminConfig},
-	// {id: "11b", name: "secrets-in-errors-and-logs", run: attackSecretsInErrors},
+	{id: "11a", name: "secrets-in-admin-config", run: attackSecretsInAdminConfig},
+	{id: "11b", name: "secrets-in-errors-and-logs", run: attackSecretsInErrors},
 	// {id: "13", name: "random-tokens-evict-hot-token", run: attackRandomTokensEvictHotToken},
 }
 
