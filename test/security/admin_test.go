@@ -386,8 +386,10 @@ func attackRandomTokensEvictHotToken(t *testing.T) {
 	t.Cleanup(func() { rc("DEL", prefix+hot) })
 
 	up := httpEcho(t)
+	// One connection, so one cache (each connection has its own), and a
+	// cache TTL no slow run reaches: a hit or a miss is the store's doing.
 	g := startGateway(t, fmt.Sprintf(`
-redis: {address: %q, pipelines: 1, timeout: 2s, client_cache: {max_bytes: 64KiB}}
+redis: {address: %q, pipelines: 1, timeout: 2s, client_cache: {max_bytes: 64KiB, ttl: 10m}}
 upstreams: {up: {targets: [{url: %q}]}}
 routes:
   - name: me
@@ -396,16 +398,23 @@ routes:
     filters: [{auth: {store: redis, key_prefix: %q, timeout: 2s, sliding: {enabled: false}}}]
 `, redisAddr, up, prefix))
 	client := &http.Client{Timeout: 10 * time.Second}
-	get := func(token string) int {
+	status := func(token string) (int, error) {
 		req, _ := http.NewRequest("GET", g.base+"/me", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := client.Do(req)
 		if err != nil {
-			t.Fatalf("GET /me: %v", err)
+			return 0, err
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		return resp.StatusCode
+		return resp.StatusCode, nil
+	}
+	get := func(token string) int {
+		s, err := status(token)
+		if err != nil {
+			t.Fatalf("GET /me: %v", err)
+		}
+		return s
 	}
 	hits := func() float64 { return g.metric(t, "dubbogw_redis_client_cache_hits_total", nil) }
 	testenv.WaitFor(t, 10*time.Second, "redis connected", func() bool {
@@ -423,17 +432,23 @@ routes:
 	// cache holds if each miss took a place.
 	const random = 3000
 	sem := make(chan struct{}, 8)
-	errs := make(chan int, random)
+	type answer struct {
+		status int
+		err    error
+	}
+	answers := make(chan answer, random)
 	for i := 0; i < random; i++ {
 		sem <- struct{}{}
+		token := "rnd-" + randomHex(t, 12)
 		go func() {
 			defer func() { <-sem }()
-			errs <- get("rnd-" + randomHex(t, 12))
+			s, err := status(token)
+			answers <- answer{s, err}
 		}()
 	}
 	for i := 0; i < random; i++ {
-		if s := <-errs; s != 401 {
-			t.Fatalf("random token: %d, want 401", s)
+		if a := <-answers; a.err != nil || a.status != 401 {
+			t.Fatalf("random token: %d %v, want 401", a.status, a.err)
 		}
 	}
 	before = hits()
