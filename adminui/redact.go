@@ -2,27 +2,32 @@ package adminui
 
 import (
 	"fmt"
-	"net/url"
 	"reflect"
 	"strings"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/dubbogw/dubbogw/config"
 )
 
 // Redacted replaces every secret in the output of Redact.
-const Redacted = "REDACTED"
+const Redacted = config.Redacted
 
 // Redact returns v (a configuration: structs, maps, slices, scalars) as
 // plain data for encoding/json, keyed by the fields' yaml names, with
 // secrets replaced by Redacted: the scalar values of fields and map keys
 // whose name says password, secret, token, credential, API key, private key
 // or authorization; both keys and values of such maps (auth memory-store
-// tokens); and the password of any URL with user info. A struct named so
-// (auth's token: where the token is read) keeps its fields; each is judged
-// by its own name. Nil pointers, maps and slices are left out.
+// tokens); the values of maps tagged `redact:"values"` (header values set
+// by a headers filter, constant Dubbo attachments); and in any URL, and in
+// every string of a field tagged `redact:"urls"` (provider addresses, with
+// or without a scheme), the user info and query values (config.RedactURL).
+// A struct named so (auth's token: where the token is read) keeps its
+// fields; each is judged by its own name. Nil pointers, maps and slices
+// are left out.
 func Redact(v any) any {
-	return redact(reflect.ValueOf(v), false)
+	return redact(reflect.ValueOf(v), plain)
 }
 
 // sensitive reports whether a field or key called name holds a secret: its
@@ -42,7 +47,31 @@ func sensitive(name string) bool {
 	return false
 }
 
-func redact(v reflect.Value, secret bool) any {
+// mode is how redact treats a value.
+type mode int
+
+const (
+	plain  mode = iota // secrets found by name; strings with "://" are URLs
+	secret             // a secret whole: scalars and maps become Redacted
+	values             // a map whose keys show and whose values are secrets
+	urls               // every string is a URL, scheme or not
+)
+
+// fieldMode is the mode of a struct field or map key called name, with
+// its redact tag.
+func fieldMode(name, tag string) mode {
+	switch {
+	case sensitive(name):
+		return secret
+	case tag == "values":
+		return values
+	case tag == "urls":
+		return urls
+	}
+	return plain
+}
+
+func redact(v reflect.Value, m mode) any {
 	if !v.IsValid() {
 		return nil
 	}
@@ -51,14 +80,14 @@ func redact(v reflect.Value, secret bool) any {
 		if err != nil {
 			return fmt.Sprintf("<%v>", err)
 		}
-		return redact(reflect.ValueOf(out), secret)
+		return redact(reflect.ValueOf(out), m)
 	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
 			return nil
 		}
-		return redact(v.Elem(), secret)
+		return redact(v.Elem(), m)
 	case reflect.Struct:
 		out := map[string]any{}
 		redactStruct(v, out)
@@ -67,13 +96,20 @@ func redact(v reflect.Value, secret bool) any {
 		if v.IsNil() {
 			return nil
 		}
-		if secret {
+		if m == secret {
 			return Redacted // the keys may be secrets too
 		}
 		out := make(map[string]any, v.Len())
 		for it := v.MapRange(); it.Next(); {
 			k := fmt.Sprint(it.Key().Interface())
-			out[k] = redact(it.Value(), sensitive(k))
+			switch {
+			case m == values:
+				out[k] = redact(it.Value(), secret)
+			case m == urls:
+				out[k] = redact(it.Value(), urls)
+			default:
+				out[k] = redact(it.Value(), fieldMode(k, ""))
+			}
 		}
 		return out
 	case reflect.Slice, reflect.Array:
@@ -82,18 +118,23 @@ func redact(v reflect.Value, secret bool) any {
 		}
 		out := make([]any, v.Len())
 		for i := range out {
-			out[i] = redact(v.Index(i), secret)
+			out[i] = redact(v.Index(i), m)
 		}
 		return out
 	case reflect.String:
 		s := v.String()
-		if secret && s != "" {
+		switch {
+		case s == "":
+			return s
+		case m == secret || m == values:
 			return Redacted
+		case m == urls || strings.Contains(s, "://"):
+			return config.RedactURL(s)
 		}
-		return redactURL(s)
+		return s
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		if secret {
+		if m == secret || m == values {
 			return Redacted
 		}
 		return v.Interface()
@@ -133,7 +174,7 @@ func redactStruct(v reflect.Value, out map[string]any) {
 		if isNil(fv) {
 			continue
 		}
-		out[name] = redact(fv, sensitive(name))
+		out[name] = redact(fv, fieldMode(name, f.Tag.Get("redact")))
 	}
 }
 
@@ -143,25 +184,4 @@ func isNil(v reflect.Value) bool {
 		return v.IsNil()
 	}
 	return false
-}
-
-// redactURL hides the password of a URL with user info
-// ("http://user:pw@host" → "http://user:REDACTED@host"); other strings are
-// returned as they are.
-func redactURL(s string) string {
-	if !strings.Contains(s, "://") || !strings.Contains(s, "@") {
-		return s
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return Redacted // it may carry a password we cannot find
-	}
-	if u.User == nil {
-		return s
-	}
-	if _, ok := u.User.Password(); !ok {
-		return s
-	}
-	u.User = url.UserPassword(u.User.Username(), Redacted)
-	return u.String()
 }

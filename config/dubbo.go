@@ -6,7 +6,7 @@ type Registry struct {
 	Type string `yaml:"type"`
 	// Providers (static) maps an interface name to its provider URLs:
 	// "dubbo://10.0.0.1:20880?version=1.0.0&group=g&weight=100" or plain "10.0.0.1:20880".
-	Providers map[string][]string `yaml:"providers"`
+	Providers map[string][]string `yaml:"providers" redact:"urls"`
 
 	// Address (zookeeper) is "host:port", several separated by commas
 	// ("zookeeper://" in front is accepted).
@@ -141,8 +141,9 @@ type DubboRoute struct {
 	Params []DubboParam `yaml:"params"`
 	// Types declares DTO field types for this route (merged over dubbo.types).
 	Types map[string]map[string]string `yaml:"types"`
-	// Attachments are constant attachments sent with every call.
-	Attachments map[string]string `yaml:"attachments"`
+	// Attachments are constant attachments sent with every call. Their
+	// values (a signature, a provider token) are never shown.
+	Attachments map[string]string `yaml:"attachments" redact:"values"`
 	// Result sets how results become JSON.
 	Result DubboResult `yaml:"result"`
 	// ExceptionStatus is the HTTP status of a business exception. Default 500.

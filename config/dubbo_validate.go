@@ -389,20 +389,23 @@ func validateTypes(ps *problems, path string, types map[string]map[string]string
 }
 
 // checkProviderURL accepts "host:port" or "dubbo://host:port[/path][?params]".
+// Its errors show the URL redacted (RedactURL): parameters such as token
+// are secrets.
 func checkProviderURL(s string) error {
 	if !strings.Contains(s, "://") {
 		s = "dubbo://" + s
 	}
+	shown := RedactURL(s)
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a provider URL: %v", s, err)
+		return fmt.Errorf("%q is not a provider URL%s", shown, urlErrorDetail(s, err))
 	}
 	if u.Scheme != "dubbo" {
-		return fmt.Errorf("%q: protocol %q is not supported (dubbo only)", s, u.Scheme)
+		return fmt.Errorf("%q: protocol %q is not supported (dubbo only)", shown, u.Scheme)
 	}
 	host, port, err := net.SplitHostPort(u.Host)
 	if err != nil || host == "" {
-		return fmt.Errorf("%q: want host:port", s)
+		return fmt.Errorf("%q: want host:port", shown)
 	}
 	return checkPort(port, false)
 }
@@ -458,7 +461,7 @@ func validateZooKeeper(ps *problems, path string, reg *Registry) {
 	for _, a := range addrs {
 		host, port, err := net.SplitHostPort(a)
 		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			ps.add(path+".address", 0, "%q is not host:port", a)
+			ps.add(path+".address", 0, "%q is not host:port", RedactURL(a))
 		}
 	}
 	if strings.Contains(strings.Trim(reg.Root, "/"), "/") || strings.Trim(reg.Root, "/") == "" {

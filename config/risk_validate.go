@@ -172,7 +172,7 @@ func validateRedis(ps *problems, r *Redis) {
 		a = strings.TrimSpace(a)
 		host, port, err := net.SplitHostPort(a)
 		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			ps.add("redis.address", 0, "%q is not host:port", a)
+			ps.add("redis.address", 0, "%q is not host:port", RedactURL(a))
 		}
 	}
 	if r.DB < 0 {

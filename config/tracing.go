@@ -50,7 +50,7 @@ func defaultTracing(c *Config) {
 func validateTracing(ps *problems, c *Config) {
 	tr := &c.Tracing
 	if u, err := url.Parse(tr.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		ps.add("tracing.endpoint", 0, "want an http(s) URL such as %q, got %q", DefaultTracingEndpoint, tr.Endpoint)
+		ps.add("tracing.endpoint", 0, "want an http(s) URL such as %q, got %q", DefaultTracingEndpoint, RedactURL(tr.Endpoint))
 	}
 	if r := tr.SampleRatio; r != nil && (*r < 0 || *r > 1) {
 		ps.add("tracing.sample_ratio", 0, "must be from 0 to 1, got %g", *r)

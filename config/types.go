@@ -43,6 +43,28 @@ type Admin struct {
 	Listen string `yaml:"listen"`
 	// Pprof exposes /debug/pprof/ on the admin listener. Default false.
 	Pprof bool `yaml:"pprof"`
+	// Token, when set, must come as "Authorization: Bearer <token>" with
+	// every admin request except /livez, /readyz, the dashboard's static
+	// files and, with PublicMetrics, /metrics. At least 16 printable
+	// characters; write it as ${ENV} rather than in the file. Follows
+	// reloads. Default "": no token (then keep the listener on loopback).
+	Token string `yaml:"token"`
+	// TokenFile names a file holding the token (surrounding white space
+	// ignored), read at start and on every reload, so a rotated secret
+	// (a Kubernetes Secret volume) applies on reload. Not with Token.
+	// Default "".
+	TokenFile string `yaml:"token_file"`
+	// PublicMetrics serves /metrics without the token, for a scraper that
+	// cannot send one. Default false: with a token set, /metrics needs it
+	// too (Prometheus sends it with authorization.credentials_file).
+	PublicMetrics bool `yaml:"public_metrics"`
+	// AllowedHosts are Host values the admin listener answers besides its
+	// own: IP addresses, "localhost" and admin.listen's host are always
+	// allowed, names are not (a foreign name is how DNS rebinding reads
+	// the admin API from a browser). An entry is a host name (any port) or
+	// host:port, e.g. the Kubernetes Service name an ingress uses. It also
+	// lists the origins allowed to POST. Follows reloads. Default [].
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // Log configures the process logger (log/slog).
@@ -155,10 +177,12 @@ type Headers struct {
 	Response HeaderOps `yaml:"response"`
 }
 
-// HeaderOps is applied in the order remove, set, add.
+// HeaderOps is applied in the order remove, set, add. The values of Set
+// and Add are often credentials (Cookie, an upstream's API key): the admin
+// API, logs and errors never show them.
 type HeaderOps struct {
-	Set    map[string]string `yaml:"set"`
-	Add    map[string]string `yaml:"add"`
+	Set    map[string]string `yaml:"set" redact:"values"`
+	Add    map[string]string `yaml:"add" redact:"values"`
 	Remove []string          `yaml:"remove"`
 }
 

@@ -28,8 +28,9 @@ func Validate(c *Config) error {
 	return &Error{Problems: ps}
 }
 
-// Warnings lists what is allowed but probably unintended: upstreams that no
-// route uses. Sorted by path.
+// Warnings lists what is allowed but probably unintended: an admin
+// listener reachable from other machines without a token, upstreams that
+// no route uses. Sorted by path.
 func Warnings(c *Config) []Problem {
 	used := make(map[string]bool)
 	for _, r := range c.Routes {
@@ -38,6 +39,7 @@ func Warnings(c *Config) []Problem {
 		}
 	}
 	var ps problems
+	adminWarnings(&ps, &c.Admin)
 	for name := range c.Upstreams {
 		if !used[name] {
 			ps.add(keyPath("upstreams", name), 0, "not used by any route")
@@ -60,6 +62,7 @@ func validate(c *Config) problems {
 	if checkListenAddr(c.Listen) == nil && checkListenAddr(c.Admin.Listen) == nil {
 		check("admin.listen", checkListenersApart(c.Listen, c.Admin.Listen))
 	}
+	validateAdmin(&ps, &c.Admin)
 	check("log.level", checkLogLevel(c.Log.Level))
 	check("log.format", checkLogFormat(c.Log.Format))
 
@@ -461,7 +464,8 @@ func validateHeaders(ps *problems, path string, h *Headers) {
 				if err := checkHeaderName(name); err != nil {
 					ps.add(hp, 0, "%v", err)
 				} else if !validHeaderValue(value) {
-					ps.add(hp, 0, "value %q contains a control character", value)
+					// The value is not shown: header values are often secrets.
+					ps.add(hp, 0, "the value contains a control character")
 				}
 			}
 		}
@@ -619,35 +623,47 @@ func validateUpstreams(ps *problems, upstreams map[string]*Upstream) {
 }
 
 // checkTargetURL accepts "http://host:port" and "https://host[:port]/base".
+// Its errors show the URL redacted (RedactURL).
 func checkTargetURL(raw string) error {
 	if raw == "" {
 		return errors.New(`required: a base URL such as "http://127.0.0.1:8081"`)
 	}
+	shown := RedactURL(raw)
 	if !strings.Contains(raw, "://") {
-		return fmt.Errorf("%q has no scheme: write \"http://%s\"", raw, raw)
+		return fmt.Errorf("%q has no scheme: write \"http://%s\"", shown, shown)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%q is not a URL: %v", raw, errors.Unwrap(err))
+		return fmt.Errorf("%q is not a URL%s", shown, urlErrorDetail(raw, err))
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%q: scheme must be http or https", raw)
+		return fmt.Errorf("%q: scheme must be http or https", shown)
 	case u.Host == "" || u.Hostname() == "":
-		return fmt.Errorf("%q has no host", raw)
+		return fmt.Errorf("%q has no host", shown)
 	case u.User != nil:
-		return fmt.Errorf("%q: credentials in the URL are not supported; use a headers filter", raw)
+		return fmt.Errorf("%q: credentials in the URL are not supported; use a headers filter", shown)
 	case u.RawQuery != "" || u.ForceQuery:
-		return fmt.Errorf("%q: a target has no query", raw)
+		return fmt.Errorf("%q: a target has no query", shown)
 	case u.Fragment != "":
-		return fmt.Errorf("%q: a target has no fragment", raw)
+		return fmt.Errorf("%q: a target has no fragment", shown)
 	}
 	if p := u.Port(); p != "" {
 		if err := checkPort(p, false); err != nil {
-			return fmt.Errorf("%q: %v", raw, err)
+			return fmt.Errorf("%q: %v", shown, err)
 		}
 	}
 	return nil
+}
+
+// urlErrorDetail is ": <why url.Parse refused raw>", or "" when raw has
+// user info or a query: the reason may quote a piece of them (a bad
+// escape in a password).
+func urlErrorDetail(raw string, err error) string {
+	if strings.ContainsAny(raw, "@?#") {
+		return " (check its escapes, host and port)"
+	}
+	return ": " + errors.Unwrap(err).Error()
 }
 
 func validateRetry(ps *problems, path string, r *Retry) {

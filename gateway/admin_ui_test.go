@@ -299,3 +299,43 @@ routes:
 		t.Errorf("GET /admin/ui: %d", r.status)
 	}
 }
+
+// TestDashboardWithAdminToken: with admin.token set, the page asks for the
+// token, keeps it for the tab and sends it with every call; a wrong one
+// is asked again.
+func TestDashboardWithAdminToken(t *testing.T) {
+	const token = "dashboard-token-0123456789abcdef"
+	browser := startBrowser(t)
+	a := echoUpstream(t, "a")
+	tg := startGWRaw(t, strings.Replace(baseYAML, "admin:\n", "admin:\n  token: "+token+"\n", 1)+fmt.Sprintf(`
+upstreams: {a: {targets: [{url: %q}]}}
+routes:
+  - {name: orders-route, match: {prefix: /orders}, upstream: a}
+`, a.URL))
+	if r := do(t, "GET", tg.admin+"/admin/routes", nil); r.status != http.StatusUnauthorized {
+		t.Fatalf("GET /admin/routes without the token: %d", r.status)
+	}
+	browser.call("Page.navigate", map[string]any{"url": tg.admin + "/admin/ui/"})
+	formShown := func(v string) bool { return v == "true" }
+	browser.waitFor("token form", `String(document.getElementById('login')?.hidden === false)`, formShown)
+	if rows := browser.eval(`document.querySelector('#routes tbody').textContent`); rows != "" {
+		t.Errorf("routes shown without the token: %q", rows)
+	}
+	submit := func(tok string) {
+		browser.eval(fmt.Sprintf(`(() => { document.getElementById('token').value = %q; document.getElementById('login').requestSubmit(); return ''; })()`, tok))
+	}
+	submit("wrong-token-0123456789abcdefgh")
+	browser.waitFor("token form again after a wrong token", `String(document.getElementById('login').hidden === false && sessionStorage.length === 0)`, formShown)
+
+	submit(token)
+	browser.waitFor("routes with the token", `document.querySelector('#routes tbody')?.textContent ?? ''`,
+		func(v string) bool { return strings.Contains(v, "orders-route") })
+	browser.waitFor("metrics with the token", `document.getElementById('rate')?.dataset.value ?? ''`,
+		func(v string) bool { return v != "" })
+	if hidden := browser.eval(`String(document.getElementById('login').hidden)`); hidden != "true" {
+		t.Error("the token form is still shown once the token works")
+	}
+	if len(browser.errors) > 0 {
+		t.Errorf("the page threw: %v", browser.errors)
+	}
+}

@@ -66,6 +66,9 @@ type Gateway struct {
 	ready     atomic.Bool
 	draining  atomic.Bool
 
+	adminAccess  atomic.Pointer[adminAccess] // who the admin listener answers; follows reloads
+	adminRefused *prometheus.CounterVec      // dubbogw_admin_refused_total{reason}
+
 	reloadMu sync.Mutex // one reload at a time
 	bg       sync.WaitGroup
 	stop     chan struct{} // closed by Shutdown: ends background goroutines
@@ -100,10 +103,19 @@ func New(opts Options) (*Gateway, error) {
 	if err := g.registry.Register(newRegistryCollector(&g.table)); err != nil {
 		return nil, fmt.Errorf("registering registry metrics: %w", err)
 	}
+	var err error
+	if g.adminRefused, err = newAdminRefused(g.registry); err != nil {
+		return nil, err
+	}
 	cfg, err := opts.Load()
 	if err != nil {
 		return nil, err
 	}
+	access, err := newAdminAccess(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.adminAccess.Store(access)
 	if g.tracing, err = tracing.New(cfg.Tracing, tracing.Options{Exporter: opts.SpanExporter, Registerer: g.registry}); err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
@@ -170,6 +182,9 @@ func New(opts Options) (*Gateway, error) {
 func Check(cfg *config.Config) error {
 	d := deps{log: slog.New(slog.DiscardHandler), upstream: proxy.NewMetrics(prometheus.NewRegistry()), offline: true}
 	d.metrics = newMetrics(prometheus.NewRegistry(), zero)
+	if _, err := newAdminAccess(cfg); err != nil {
+		return err
+	}
 	t, err := buildTable(cfg, nil, d)
 	if err != nil {
 		return err
@@ -202,8 +217,13 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if g.adminLn, err = lc.Listen(ctx, "tcp", cfg.Admin.Listen); err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
+	if exposedWithoutToken(cfg, g.adminAccess.Load()) {
+		g.log.Warn("the admin listener is reachable from other machines without a token: set admin.token or admin.token_file",
+			"admin_listen", cfg.Admin.Listen)
+	}
 	g.admin = &http.Server{
-		Handler:           g.adminHandler(cfg),
+		Handler: &adminGuard{access: &g.adminAccess, next: g.adminHandler(cfg), refused: g.adminRefused,
+			log: g.log.With("listener", "admin")},
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		IdleTimeout:       60 * time.Second,
@@ -306,6 +326,10 @@ func (g *Gateway) reload() error {
 	if err != nil {
 		return err
 	}
+	access, err := newAdminAccess(cfg)
+	if err != nil {
+		return err
+	}
 	old := g.table.Load()
 	t, err := buildTable(cfg, old, g.deps)
 	if err != nil {
@@ -324,6 +348,7 @@ func (g *Gateway) reload() error {
 		g.log.Warn("this setting changes only on restart", "key", w)
 	}
 	g.table.Store(t)
+	g.adminAccess.Store(access)
 	g.observeLimiters(old, t)
 	g.applyLogLevel(cfg)
 	g.metrics.routes.Set(float64(len(t.routes)))
@@ -366,8 +391,8 @@ func restartOnly(old, cfg *config.Config) []string {
 	if old.Listen != cfg.Listen {
 		out = append(out, "listen")
 	}
-	if old.Admin != cfg.Admin {
-		out = append(out, "admin")
+	if old.Admin.Listen != cfg.Admin.Listen || old.Admin.Pprof != cfg.Admin.Pprof {
+		out = append(out, "admin (listen, pprof; its token and allowed hosts do apply)")
 	}
 	if old.Demo != cfg.Demo {
 		out = append(out, "demo")

@@ -125,6 +125,7 @@ func New(cfg config.Redis, reg prometheus.Registerer, log *slog.Logger, opts ...
 	c.metrics.connected.Set(0)
 	c.lifetime, c.stop = context.WithCancel(context.Background())
 	opt.DialCtxFn = c.dial
+	opt.NewCacheStoreFn = newCacheStore(&c.metrics.cache)
 	go c.connect(opt)
 	return c, nil
 }

@@ -68,9 +68,12 @@ type metrics struct {
 	breakerState prometheus.Gauge
 	cacheHits    prometheus.Counter
 	cacheMisses  prometheus.Counter
+	cacheEntries *prometheus.GaugeVec // by kind: found, absent
+	cacheBytes   *prometheus.GaugeVec
 	connected    prometheus.Gauge
 
 	errorsByResult [numResults]prometheus.Counter // nil for ok and nil
+	cache          cacheGauges                    // the children of cacheEntries and cacheBytes
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -109,6 +112,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "dubbogw_redis_client_cache_misses_total",
 			Help: "GETs that went to Redis because the client-side cache did not hold the key.",
 		}),
+		cacheEntries: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dubbogw_redis_client_cache_entries",
+			Help: "Replies held by the client-side cache, by kind: found (the key exists) or absent (the key does not; kept apart, in 1/16 of client_cache.max_bytes).",
+		}, []string{"kind"}),
+		cacheBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dubbogw_redis_client_cache_bytes",
+			Help: "Approximate memory of the client-side cache's replies, by kind (found, absent).",
+		}, []string{"kind"}),
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "dubbogw_redis_connected",
 			Help: "1 when the Redis client is connected (its last command reached Redis), else 0.",
@@ -123,7 +134,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.breakerState = observe.MustRegister(reg, m.breakerState)
 		m.cacheHits = observe.MustRegister(reg, m.cacheHits)
 		m.cacheMisses = observe.MustRegister(reg, m.cacheMisses)
+		m.cacheEntries = observe.MustRegister(reg, m.cacheEntries)
+		m.cacheBytes = observe.MustRegister(reg, m.cacheBytes)
 		m.connected = observe.MustRegister(reg, m.connected)
+	}
+	for i, kind := range [...]string{partFound: "found", partAbsent: "absent"} {
+		m.cache.entries[i] = m.cacheEntries.WithLabelValues(kind)
+		m.cache.bytes[i] = m.cacheBytes.WithLabelValues(kind)
 	}
 	for r := resultTimeout; r < numResults; r++ {
 		m.errorsByResult[r] = m.errors.WithLabelValues(r.String())

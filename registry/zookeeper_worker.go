@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/config"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -965,7 +966,8 @@ func (w *zkWorker) skip(iface, what, name, reason string) {
 	if err != nil {
 		decoded = name
 	}
-	w.z.log.Warn("skipping a "+what+" URL", "interface", iface, "url", decoded, "reason", reason)
+	// Redacted: a provider URL's parameters may hold its token.
+	w.z.log.Warn("skipping a "+what+" URL", "interface", iface, "url", config.RedactURL(decoded), "reason", reason)
 }
 
 // publishDirty publishes the interfaces whose nodes changed, once what

@@ -159,8 +159,46 @@ function setStatus(text, cls) {
 
 // ---- polling ----------------------------------------------------------------
 
+// The admin token (admin.token), when the gateway has one: typed once into
+// the page, kept in sessionStorage (this tab only, gone when it closes;
+// never in a cookie, so no other site can make the browser send it) and
+// sent as a bearer token with every call.
+const TOKEN_KEY = 'dubbogw-admin-token';
+
+function authHeaders() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
+// askToken shows the token form: the admin API answered 401.
+function askToken() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  const form = $('login');
+  if (form.hidden) {
+    form.hidden = false;
+    $('token').focus();
+  }
+}
+
+$('login').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const token = $('token').value.trim();
+  if (token === '') return;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  $('token').value = '';
+  $('login').hidden = true;
+  setStatus('connecting…', 'muted');
+  for (const poll of polls) poll();
+});
+
 async function fetchText(path) {
-  const response = await fetch(path, { cache: 'no-store', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+  const response = await fetch(path, {
+    cache: 'no-store', headers: authHeaders(), signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+  });
+  if (response.status === 401) {
+    askToken();
+    throw new Error('the admin API needs the admin token');
+  }
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
   return response.text();
 }
@@ -258,17 +296,27 @@ function showLimits({ global, routes }) {
   }
 }
 
+// polls run a poll at once (a token was just given), each at most once at a time.
+const polls = [];
+
 // every runs task now and then again `ms` after each run ends, so a slow
 // answer never stacks requests up.
 function every(ms, task) {
+  let timer = null;
+  let running = false;
   const run = async () => {
+    if (running) return;
+    running = true;
+    clearTimeout(timer);
     try {
       await task();
     } catch (err) {
       setStatus(`admin API unreachable: ${err.message}`, 'bad');
     }
-    setTimeout(run, ms);
+    running = false;
+    timer = setTimeout(run, ms);
   };
+  polls.push(run);
   run();
 }
 

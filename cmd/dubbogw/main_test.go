@@ -104,12 +104,20 @@ func TestValidate(t *testing.T) {
 		{"upstreams:\n  u: {targets: [{url: 'http://127.0.0.1:1'}], timeout: 5}\n", "upstreams.u.timeout"},
 		{"upstreams:\n  u: {targets: [{url: 'http://127.0.0.1:1'}]}\nroutes:\n  - {name: a, match: {path: /a}, upstream: u}\n  - {name: a, match: {path: /b}, upstream: u}\n", "routes[1].name"},
 		{"upstreams:\n  u: {targets: [{url: 'http://127.0.0.1:1'}]}\nroutes:\n  - {name: a, match: {path: '/a/{'}, upstream: u}\n", "routes"},
+		{"admin: {token_file: /nonexistent/admin-token}\n", "admin.token_file"},
 	}
 	for _, b := range bad {
 		code, _, errOut := runCLI(t, "validate", "--config", writeConfig(t, b.yaml))
 		if code != 1 || !strings.Contains(errOut, b.want) {
 			t.Errorf("validate %q: exit %d, stderr %q, want mention of %s", b.yaml, code, errOut, b.want)
 		}
+	}
+	// An admin listener open to other machines without a token is valid,
+	// and warned about.
+	open := writeConfig(t, "admin: {listen: '0.0.0.0:9090'}\n")
+	if code, out, errOut := runCLI(t, "validate", "--config", open); code != 0 || !strings.Contains(out, "ok") ||
+		!strings.Contains(errOut, "warning: admin.listen:") || !strings.Contains(errOut, "admin.token") {
+		t.Errorf("validate an open admin: exit %d, stdout %q, stderr %q; want 0 and a warning", code, out, errOut)
 	}
 }
 
