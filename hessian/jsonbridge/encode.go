@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/dubbogw/dubbogw/hessian"
 )
@@ -180,17 +181,23 @@ func (enc *Encoder) ClientType(javaType string) (*Type, error) {
 // writes hessian directly. On error, e holds a partial value and must be
 // reset; the error is a *PathError.
 func (enc *Encoder) Encode(e *hessian.Encoder, data []byte, t *Type) error {
-	return enc.EncodeContext(context.Background(), e, data, t)
+	return enc.encode(context.Background(), e, string(data), t)
 }
 
 // EncodeContext is Encode that gives up, with ctx's error, once ctx is
 // done: a large body is cut short at the caller's deadline instead of
-// being encoded for nothing.
+// being encoded for nothing. It reads data in place, without the copy
+// Encode makes: data must not change until e is Reset (e keeps class
+// and field names that are slices of it).
 func (enc *Encoder) EncodeContext(ctx context.Context, e *hessian.Encoder, data []byte, t *Type) error {
+	return enc.encode(ctx, e, unsafe.String(unsafe.SliceData(data), len(data)), t)
+}
+
+func (enc *Encoder) encode(ctx context.Context, e *hessian.Encoder, src string, t *Type) error {
 	s := enc.state(e)
 	defer enc.release(s)
 	s.ctx = ctx
-	if err := s.scan(string(data)); err != nil {
+	if err := s.scan(src); err != nil {
 		return err
 	}
 	return s.value(0, t)
@@ -201,16 +208,21 @@ func (enc *Encoder) EncodeContext(ctx context.Context, e *hessian.Encoder, data 
 // caller writes whatever framing its call needs around them). The array
 // must have exactly one element per type; errors name paths like "$[1].id".
 func (enc *Encoder) EncodeArgs(e *hessian.Encoder, data []byte, types []*Type) error {
-	return enc.EncodeArgsContext(context.Background(), e, data, types)
+	return enc.encodeArgs(context.Background(), e, string(data), types)
 }
 
 // EncodeArgsContext is EncodeArgs that gives up, with ctx's error, once
-// ctx is done.
+// ctx is done. Like EncodeContext it reads data in place: data must not
+// change until e is Reset.
 func (enc *Encoder) EncodeArgsContext(ctx context.Context, e *hessian.Encoder, data []byte, types []*Type) error {
+	return enc.encodeArgs(ctx, e, unsafe.String(unsafe.SliceData(data), len(data)), types)
+}
+
+func (enc *Encoder) encodeArgs(ctx context.Context, e *hessian.Encoder, src string, types []*Type) error {
 	s := enc.state(e)
 	defer enc.release(s)
 	s.ctx = ctx
-	if err := s.scan(string(data)); err != nil {
+	if err := s.scan(src); err != nil {
 		return err
 	}
 	root := &s.toks[0]
