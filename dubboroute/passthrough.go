@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -76,12 +77,13 @@ func (p *passthrough) allowed(iface string) bool {
 	return false
 }
 
+// passthroughBody is the request body of the pass-through.
 type passthroughBody struct {
-	Types       []string          `json:"types"`
-	Args        span              `json:"args"`
-	Version     string            `json:"version"`
-	Group       string            `json:"group"`
-	Attachments map[string]string `json:"attachments"`
+	Types       []string
+	Args        span
+	Version     string
+	Group       string
+	Attachments map[string]string
 }
 
 // span is a JSON value kept as a slice of the body it was read from: no
@@ -94,10 +96,44 @@ func (s *span) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// passthroughFields are the members a pass-through body may have.
-var passthroughFields = []string{"types", "args", "version", "group", "attachments"}
-
 const passthroughShape = `the body must be {"types": [...], "args": [...], "version", "group", "attachments"}`
+
+// parsePassthrough reads the body in place: one pass finds its members
+// (args stays a slice of the body, never copied nor parsed here), then
+// the small ones are decoded. Member names are exact: an unknown or
+// differently cased one is refused.
+func parsePassthrough(raw []byte) (passthroughBody, error) {
+	var body passthroughBody
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return body, nil
+	}
+	var members map[string]span
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return body, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(members)) { // the same error for the same body
+		v := members[k]
+		var err error
+		switch k {
+		case "types":
+			err = json.Unmarshal(v, &body.Types)
+		case "args":
+			body.Args = v
+		case "version":
+			err = json.Unmarshal(v, &body.Version)
+		case "group":
+			err = json.Unmarshal(v, &body.Group)
+		case "attachments":
+			err = json.Unmarshal(v, &body.Attachments)
+		default:
+			return body, fmt.Errorf("unknown field %q", k)
+		}
+		if err != nil {
+			return body, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return body, nil
+}
 
 func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r *http.Request, raw []byte) {
 	iface, method := exchange.PathValue(r, "interface"), exchange.PathValue(r, "method")
@@ -115,26 +151,10 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 		h.badRequest(w, r, "method "+method+": methods starting with $ are Dubbo's own and cannot be called here")
 		return
 	}
-	var body passthroughBody
-	if len(bytes.TrimSpace(raw)) > 0 {
-		// The body is read in place: the members are checked by name (no
-		// unknown or differently cased ones), then decoded, args kept as a
-		// slice of the body.
-		var members map[string]span
-		if err := json.Unmarshal(raw, &members); err != nil {
-			h.badRequest(w, r, passthroughShape+": "+err.Error())
-			return
-		}
-		for k := range members {
-			if !slices.Contains(passthroughFields, k) {
-				h.badRequest(w, r, passthroughShape+": unknown field "+strconv.Quote(k))
-				return
-			}
-		}
-		if err := json.Unmarshal(raw, &body); err != nil {
-			h.badRequest(w, r, passthroughShape+": "+err.Error())
-			return
-		}
+	body, err := parsePassthrough(raw)
+	if err != nil {
+		h.badRequest(w, r, passthroughShape+": "+err.Error())
+		return
 	}
 	if len(body.Types) > maxParams {
 		h.badRequest(w, r, "types: "+strconv.Itoa(len(body.Types))+" parameters; a Java method has at most 255")
@@ -143,7 +163,6 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 	types := make([]*jsonbridge.Type, len(body.Types))
 	names := make([]string, len(body.Types))
 	for i, t := range body.Types {
-		var err error
 		if types[i], err = h.enc.ClientType(t); err != nil {
 			h.badRequest(w, r, "types["+strconv.Itoa(i)+"]: "+err.Error())
 			return
@@ -155,12 +174,14 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 		args = []byte("[]")
 	}
 	atts := h.attachments(r)
-	for _, k := range slices.Sorted(maps.Keys(body.Attachments)) {
-		if msg := h.clientAttachment(k); msg != "" {
-			h.badRequest(w, r, "attachments."+k+": "+msg)
-			return
+	if len(body.Attachments) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(body.Attachments)) {
+			if msg := h.clientAttachment(k); msg != "" {
+				h.badRequest(w, r, "attachments."+k+": "+msg)
+				return
+			}
+			atts[k] = body.Attachments[k]
 		}
-		atts[k] = body.Attachments[k]
 	}
 	if info := exchange.From(r.Context()); info != nil {
 		for k, v := range info.Attachments {
