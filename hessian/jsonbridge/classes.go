@@ -217,10 +217,25 @@ func (l *classList) match(name string) bool {
 	return false
 }
 
+// safeClasses are value classes beyond the built-in types that
+// RestrictClasses lets a client name without configuration: java.time,
+// more java.util collections and values, java.sql's date types. None
+// runs code when instantiated or filled with data.
+var safeClasses = newClassList([]string{
+	"java.time.*",
+	"java.util.Vector", "java.util.Stack", "java.util.ArrayDeque", "java.util.IdentityHashMap",
+	"java.util.Locale", "java.util.UUID", "java.util.Currency", "java.util.BitSet",
+	"java.util.concurrent.CopyOnWriteArrayList", "java.util.concurrent.CopyOnWriteArraySet",
+	"java.util.concurrent.ConcurrentSkipListMap", "java.util.concurrent.ConcurrentSkipListSet",
+	"java.util.concurrent.ConcurrentLinkedQueue", "java.util.concurrent.ConcurrentLinkedDeque",
+	"java.util.concurrent.atomic.AtomicInteger", "java.util.concurrent.atomic.AtomicLong", "java.util.concurrent.atomic.AtomicBoolean",
+	"java.sql.Date", "java.sql.Time", "java.sql.Timestamp",
+})
+
 // classAllowed reports whether a client may name class name (in a "class"
 // key or a parameter type): never a denied class; with RestrictClasses,
-// only a built-in type, a class of the Schema or Enums, or one of
-// AllowClasses.
+// only a built-in type, a safe value class (safeClasses), a class of the
+// Schema or Enums, or one of AllowClasses.
 func (enc *Encoder) classAllowed(name string) bool {
 	if DeniedClass(name) {
 		return false
@@ -228,7 +243,7 @@ func (enc *Encoder) classAllowed(name string) bool {
 	if !enc.restrict {
 		return true
 	}
-	if _, ok := builtins[name]; ok {
+	if _, ok := builtins[name]; ok || safeClasses.match(name) {
 		return true
 	}
 	if _, ok := enc.classes[name]; ok {

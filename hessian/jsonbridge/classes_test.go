@@ -67,7 +67,7 @@ func TestClientType(t *testing.T) {
 	enc := mustEncoder(t, EncodeOptions{Generic: true, RestrictClasses: true, AllowClasses: []string{"com.example.*"},
 		Schema: Schema{"org.dto.Order": {}}})
 	for _, ok := range []string{"int", "java.lang.String", "java.util.List<com.example.Item>", "[Lcom.example.Item;", "org.dto.Order[]",
-		"java.util.Map<java.lang.String,java.math.BigDecimal>", "java.time.LocalDate"} {
+		"java.util.Map<java.lang.String,java.math.BigDecimal>", "java.time.LocalDate", "java.time.Instant", "java.util.UUID", "java.sql.Timestamp"} {
 		if _, err := enc.ClientType(ok); err != nil {
 			t.Errorf("ClientType(%q): %v", ok, err)
 		}
