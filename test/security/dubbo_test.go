@@ -387,19 +387,34 @@ routes:
       interface: com.example.demo.Nope
       method: x
       timeout: 5s
+  - name: nope-detailed
+    match: {methods: [GET], path: /nope-detailed}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.Nope
+      method: x
+      timeout: 5s
+      detailed_errors: true
 `, addr))
-	c := &http.Client{Timeout: time.Minute}
-	resp, err := c.Get(g.base + "/nope")
-	if err != nil {
-		t.Fatal(err)
+	get := func(path string) (int, string) {
+		c := &http.Client{Timeout: time.Minute}
+		resp, err := c.Get(g.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	wantError(t, "service not found", resp.StatusCode, string(b), 502, "BAD_GATEWAY", "SERVICE_NOT_FOUND")
-	if s := string(b); strings.Contains(s, "127.0.0.1") || strings.Contains(s, "consumer") || strings.Contains(s, "provider: /") {
-		t.Errorf("the answer shows internal addresses: %s", s)
+	status, body := get("/nope")
+	wantError(t, "service not found", status, body, 502, "BAD_GATEWAY", "SERVICE_NOT_FOUND")
+	if strings.Contains(body, "127.0.0.1") || strings.Contains(body, "consumer") || strings.Contains(body, "provider: /") {
+		t.Errorf("the answer shows internal addresses: %s", body)
 	}
 	waitLog(t, g, "127.0.0.1")
+	// The route switch shows the operator everything.
+	status, body = get("/nope-detailed")
+	wantError(t, "detailed errors", status, body, 502, "BAD_GATEWAY", "SERVICE_NOT_FOUND", "consumer: /127.0.0.1:")
 }
 
 func testTransportErrorText(t *testing.T) {
