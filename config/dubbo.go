@@ -92,6 +92,14 @@ type DubboClient struct {
 	MaxPending int `yaml:"max_pending"`
 	// Types declares DTO field types for every route: class → field → Java type.
 	Types map[string]map[string]string `yaml:"types"`
+	// AllowedClasses are classes every route lets clients name in a
+	// "class" key or a pass-through type, beyond the declared parameter
+	// types, the classes of types and the built-in ones (java.lang boxes
+	// and String, BigDecimal, BigInteger, java.util collections and Date,
+	// java.time): exact names or package prefixes such as com.example.dto.*.
+	// Known deserialization gadgets are refused whatever this says.
+	// Default: none.
+	AllowedClasses []string `yaml:"allowed_classes"`
 	// References bounds references made on demand.
 	References References `yaml:"references"`
 }
@@ -141,6 +149,22 @@ type DubboRoute struct {
 	Params []DubboParam `yaml:"params"`
 	// Types declares DTO field types for this route (merged over dubbo.types).
 	Types map[string]map[string]string `yaml:"types"`
+	// AllowedClasses are classes this route lets clients name, over
+	// dubbo.allowed_classes (a subtype of a declared DTO, say); a
+	// pass-through route also allows the packages of its allowed
+	// interfaces. Default: none.
+	AllowedClasses []string `yaml:"allowed_classes"`
+	// MaxBodyBytesInFlight is this route's memory budget: the bytes of
+	// request bodies it holds at once, while they are read, decoded and
+	// sent. A request whose body would take it beyond is shed at once
+	// (503 SHED, Retry-After). Default 32MiB, or the route's
+	// max_body_bytes when that is larger.
+	MaxBodyBytesInFlight ByteSize `yaml:"max_body_bytes_in_flight"`
+	// DetailedErrors shows clients the provider's own error text (it may
+	// name internal addresses and the gateway's connections) and transport
+	// errors as they are. Default false: clients get the status and the
+	// exception's class and message; the details go to the log.
+	DetailedErrors bool `yaml:"detailed_errors"`
 	// Attachments are constant attachments sent with every call. Their
 	// values (a signature, a provider token) are never shown.
 	Attachments map[string]string `yaml:"attachments" redact:"values"`
@@ -188,6 +212,11 @@ type DubboResult struct {
 type Passthrough struct {
 	// Allow lists the interfaces that may be called: exact names or a prefix ending in ".*".
 	Allow []string `yaml:"allow"`
+	// Attachments lists the attachment keys a client may send in the
+	// body's "attachments"; any other key is refused (400). Keys Dubbo
+	// reserves (path, group, token, generic, dubbo.tag...) and identity
+	// keys an auth filter sets cannot be listed. Default: none.
+	Attachments []string `yaml:"attachments"`
 }
 
 // Breaker is a circuit breaker: open after MaxFailures consecutive failures

@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dubbogw/dubbogw/dubbo/protocol"
+	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 )
 
 // Defaults of the Dubbo client and routes, as Java Dubbo users expect them.
@@ -44,6 +47,10 @@ const (
 	DefaultMaxReferences           = 1024
 	DefaultReferenceIdleTTL        = Duration(10 * time.Minute)
 )
+
+// DefaultDubboBodyBudget is a route's default max_body_bytes_in_flight:
+// four bodies of the default size limit at once, or thousands of small ones.
+const DefaultDubboBodyBudget = ByteSize(32 << 20)
 
 // Registry types.
 const (
@@ -113,6 +120,11 @@ func defaultDubbo(c *Config) {
 			dr.HashArguments = []int{0}
 		}
 		setDefault(&dr.ExceptionStatus, DefaultExceptionStatus)
+		maxBody := r.MaxBodyBytes
+		if maxBody == 0 {
+			maxBody = c.Server.MaxBodyBytes
+		}
+		setDefault(&dr.MaxBodyBytesInFlight, max(DefaultDubboBodyBudget, maxBody))
 		b := &dr.Breaker
 		setDefaultPtr(&b.Enabled, true)
 		setDefault(&b.MaxFailures, DefaultBreakerMaxFailures)
@@ -161,6 +173,7 @@ func validateDubbo(ps *problems, c *Config) {
 		ps.add("dubbo.max_pending", 0, "must be at least 1, got %d", d.MaxPending)
 	}
 	validateTypes(ps, "dubbo.types", d.Types)
+	validateAllowedClasses(ps, "dubbo.allowed_classes", d.AllowedClasses)
 
 	for _, name := range slices.Sorted(maps.Keys(c.Registries)) {
 		reg := c.Registries[name]
@@ -261,6 +274,20 @@ func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params [
 				ps.add(indexPath(path+".passthrough.allow", i), 0, "%q is neither an interface name nor a package prefix ending in .*", a)
 			}
 		}
+		identity := identityAttachments(c, r)
+		for i, k := range dr.Passthrough.Attachments {
+			kp := indexPath(path+".passthrough.attachments", i)
+			switch {
+			case strings.TrimSpace(k) == "":
+				ps.add(kp, 0, "empty attachment key")
+			case protocol.ReservedAttachment(k):
+				ps.add(kp, 0, "%q is an attachment Dubbo reserves (service, group, version, token, generic, timeout, routing...): a client may never set it", k)
+			case slices.Contains(identity, strings.ToLower(k)):
+				ps.add(kp, 0, "%q carries identity (an auth filter sets it): a client may never set it", k)
+			case slices.Contains(dr.Passthrough.Attachments[:i], k):
+				ps.add(kp, 0, "%q is listed twice", k)
+			}
+		}
 		if dr.Interface != "" || dr.Method != "" || len(dr.Params) > 0 {
 			ps.add(path+".passthrough", 0, "a pass-through route takes interface, method and arguments from the request: remove interface, method and params")
 		}
@@ -298,6 +325,20 @@ func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params [
 		}
 	}
 	validateTypes(ps, path+".types", dr.Types)
+	validateAllowedClasses(ps, path+".allowed_classes", dr.AllowedClasses)
+	for _, class := range slices.Sorted(maps.Keys(dr.Types)) {
+		if jsonbridge.DeniedClass(class) {
+			ps.add(keyPath(path+".types", class), 0, "%q is a known deserialization gadget: never allowed", class)
+		}
+	}
+	for i, p := range dr.Params {
+		if jsonbridge.DeniedClass(p.Type) {
+			ps.add(indexPath(path+".params", i)+".type", 0, "%q is a known deserialization gadget: never allowed", p.Type)
+		}
+	}
+	if dr.MaxBodyBytesInFlight < r.MaxBodyBytes {
+		ps.add(path+".max_body_bytes_in_flight", 0, "%d bytes is less than the route's max_body_bytes (%d): a body within the limit could never be taken", dr.MaxBodyBytesInFlight, r.MaxBodyBytes)
+	}
 	b := &dr.Breaker
 	if b.MaxFailures < 1 {
 		ps.add(path+".breaker.max_failures", 0, "must be at least 1, got %d", b.MaxFailures)
@@ -373,6 +414,53 @@ func validateParams(ps *problems, path string, ps0 []DubboParam, routeParams []s
 			}
 		}
 	}
+}
+
+// validateAllowedClasses checks allowed_classes: class names or package
+// prefixes ending in ".*", none of them a known gadget.
+func validateAllowedClasses(ps *problems, path string, classes []string) {
+	for i, c := range classes {
+		name := strings.TrimSuffix(c, ".*")
+		switch {
+		case !JavaName(name):
+			ps.add(indexPath(path, i), 0, "%q is neither a class name nor a package prefix ending in .*", c)
+		case jsonbridge.DeniedClass(name + "."), jsonbridge.DeniedClass(name):
+			ps.add(indexPath(path, i), 0, "%q is or contains known deserialization gadgets: never allowed", c)
+		}
+	}
+}
+
+// identityAttachments are the attachment keys (lower-case) that carry
+// identity: those any auth filter of the configuration sets, and the auth
+// filter's default one.
+func identityAttachments(c *Config, r *Route) []string {
+	keys := []string{"userid"}
+	add := func(fs []Filter) {
+		for _, f := range fs {
+			if f.Auth == nil {
+				continue
+			}
+			for field, att := range f.Auth.Attachments {
+				keys = append(keys, strings.ToLower(field), strings.ToLower(att))
+			}
+			for field := range f.Auth.Headers {
+				keys = append(keys, strings.ToLower(field))
+			}
+			if f.Auth.UserIDField != "" {
+				keys = append(keys, strings.ToLower(f.Auth.UserIDField))
+			}
+		}
+	}
+	add(c.DefaultFilters)
+	for _, rt := range c.Routes {
+		if rt != nil {
+			add(rt.Filters)
+		}
+	}
+	if r != nil {
+		add(r.Filters)
+	}
+	return keys
 }
 
 func validateTypes(ps *problems, path string, types map[string]map[string]string) {

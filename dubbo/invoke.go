@@ -25,7 +25,7 @@ type Invocation struct {
 	WriteArgs func(e *hessian.Encoder) error
 	// Attachments are sent with the call (trace context, user id...). The
 	// keys path, interface, version, group, timeout and generic are set by
-	// the client and override these.
+	// the client from the invocation alone: these never set them.
 	Attachments map[string]string
 	// Generic sends the call as GenericService.$invoke(method, types, args)
 	// with the attachment generic=true, for providers whose classes the
@@ -196,6 +196,10 @@ func (c *Client) encodeRequest(frame *buffer, id uint64, inv *Invocation, deadli
 	att[protocol.AttachmentPath] = inv.Interface
 	att[protocol.AttachmentInterface] = inv.Interface
 	att[protocol.AttachmentVersion] = inv.Version
+	// The keys that say which service and kind of call this is come from
+	// the invocation alone, never from its attachments.
+	delete(att, protocol.AttachmentGroup)
+	delete(att, protocol.AttachmentGeneric)
 	if inv.Group != "" {
 		att[protocol.AttachmentGroup] = inv.Group
 	}

@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,9 @@ type Deps struct {
 	References map[string]*registry.References
 	// Types are DTO field types shared by every route (dubbo.types).
 	Types map[string]map[string]string
+	// AllowedClasses are the classes every route lets clients name
+	// (dubbo.allowed_classes), beyond the declared ones.
+	AllowedClasses []string
 	// ClusterMetrics receives load-balancing and breaker metrics; nil: none.
 	ClusterMetrics *cluster.Metrics
 	Log            *slog.Logger
@@ -53,6 +58,9 @@ type Handler struct {
 	cluster  *cluster.Cluster
 	timeout  time.Duration
 	tracer   trace.Tracer // nil: no spans
+	budget   bodyBudget
+	refusals logLimiter // bounds the log lines about refused requests
+	failures logLimiter // and about failed calls
 
 	// A method route:
 	refs       *registry.References
@@ -81,7 +89,16 @@ func New(route string, cfg *config.DubboRoute, d Deps) (*Handler, error) {
 	for class, fields := range cfg.Types {
 		schema[class] = fields
 	}
-	enc, err := jsonbridge.NewEncoder(jsonbridge.EncodeOptions{Generic: *cfg.Generic, Schema: schema})
+	// A client names only the declared classes, those of the schema and
+	// the allowed ones (a pass-through: also its interfaces' packages);
+	// known gadgets never.
+	allowed := append(slices.Clone(d.AllowedClasses), cfg.AllowedClasses...)
+	if cfg.Passthrough != nil {
+		allowed = append(allowed, interfacePackages(cfg.Passthrough.Allow)...)
+	}
+	enc, err := jsonbridge.NewEncoder(jsonbridge.EncodeOptions{
+		Generic: *cfg.Generic, Schema: schema, RestrictClasses: true, AllowClasses: allowed,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("types: %w", err)
 	}
@@ -93,6 +110,7 @@ func New(route string, cfg *config.DubboRoute, d Deps) (*Handler, error) {
 		enc:     enc,
 		timeout: cfg.Timeout.D(),
 		tracer:  d.Tracer,
+		budget:  bodyBudget{limit: int64(cfg.MaxBodyBytesInFlight)},
 		jsonOpts: jsonbridge.DecodeOptions{
 			KeepClass: cfg.Result.KeepClass, LongAsNumber: cfg.Result.LongAsNumber, BigAsNumber: cfg.Result.BigAsNumber,
 		},
@@ -101,7 +119,7 @@ func New(route string, cfg *config.DubboRoute, d Deps) (*Handler, error) {
 		return nil, err
 	}
 	if cfg.Passthrough != nil {
-		h.passthrough = newPassthrough(cfg.Passthrough.Allow, refs)
+		h.passthrough = newPassthrough(cfg.Passthrough, refs)
 		return h, nil
 	}
 	if h.params, h.bodyMode, err = compileParams(enc, cfg.Params); err != nil {
@@ -152,32 +170,38 @@ func (h *Handler) Close() {
 
 // ServeHTTP calls the route's method with the request's arguments.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.passthrough != nil {
-		h.servePassthrough(w, r)
-		return
-	}
-	body, err := readBody(r)
+	// The route's deadline covers decoding the arguments as well as the
+	// call: a huge body is cut short there, not encoded for nothing.
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	defer cancel()
+	body, held, err := h.readBody(r)
+	defer h.budget.give(held)
 	if err != nil {
 		h.writeErr(w, r, err)
 		return
 	}
+	if h.passthrough != nil {
+		h.servePassthrough(ctx, w, r, body)
+		return
+	}
 	a, aerr := h.resolve(r, body)
 	if aerr != nil {
+		h.refuse(r, aerr.msg)
 		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, aerr.msg)
 		return
 	}
+	a.ctx = ctx
 	inv := &dubbo.Invocation{
 		Interface: h.cfg.Interface, Version: h.cfg.Version, Group: h.cfg.Group, Method: h.cfg.Method,
 		ParamTypes: h.paramTypes, WriteArgs: a.write, Generic: *h.cfg.Generic, Async: h.cfg.Async,
 		Attachments: h.attachments(r),
 	}
-	h.call(w, r, h.dir, inv, h.hashKey(a))
+	h.call(ctx, w, r, h.dir, inv, h.hashKey(a))
 }
 
-// call runs the invocation through the cluster and writes the answer.
-func (h *Handler) call(w http.ResponseWriter, r *http.Request, dir *registry.Directory, inv *dubbo.Invocation, hashKey string) {
-	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
-	defer cancel()
+// call runs the invocation through the cluster, within ctx (the route's
+// deadline), and writes the answer.
+func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Request, dir *registry.Directory, inv *dubbo.Invocation, hashKey string) {
 	info := exchange.From(r.Context())
 	providers := dir.Providers()
 	if len(providers) == 0 && dir.State() == registry.DirPending {
@@ -294,7 +318,11 @@ func (h *Handler) hashKey(a *args) string {
 	return b.String()
 }
 
-// writeErr maps a failed call to the gateway's JSON error.
+// writeErr maps a failed call to the gateway's JSON error. A client sees
+// the status and, for an exception, its class and message; what the
+// provider or the transport said besides (addresses of the gateway's
+// connections and of providers, the provider's exported services) goes to
+// the log, unless the route asks for detailed errors.
 func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		ae  *argError
@@ -303,11 +331,18 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		mbe *http.MaxBytesError
 	)
 	switch {
+	case errors.Is(err, errBudget):
+		h.refuse(r, err.Error())
+		w.Header().Set("Retry-After", "1")
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeShed, "route "+h.route+" "+err.Error()+"; retry later")
 	case errors.As(err, &ae):
+		h.refuse(r, ae.msg)
 		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, ae.msg)
 	case errors.As(err, &mbe):
 		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
 			fmt.Sprintf("request body exceeds the limit of %d bytes", mbe.Limit))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, "the request body ended before its Content-Length")
 	case errors.As(err, &be):
 		msg := "the provider threw an exception"
 		if be.Exception != nil {
@@ -317,18 +352,19 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, cluster.ErrBreakerOpen):
 		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeBreakerOpen, "circuit breaker open for route "+h.route+": failing fast")
 	case errors.Is(err, cluster.ErrNoProvider):
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, err.Error())
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, h.detail(r, err, "no provider available for "+h.serviceName()))
 	case errors.As(err, &se):
 		switch se.Status {
 		case protocol.StatusClientTimeout, protocol.StatusServerTimeout:
-			exchange.WriteError(w, r, http.StatusGatewayTimeout, exchange.CodeTimeout, se.Error())
+			exchange.WriteError(w, r, http.StatusGatewayTimeout, exchange.CodeTimeout, h.detail(r, err, h.serviceName()+" answered "+se.Status.String()))
 		case protocol.StatusThreadpoolExhausted:
-			exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeOverloaded, se.Error())
+			exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeOverloaded, h.detail(r, err, h.serviceName()+" answered "+se.Status.String()))
 		default:
-			exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway, se.Error())
+			exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway, h.detail(r, err, h.serviceName()+" answered "+se.Status.String()))
 		}
 	case errors.Is(err, dubbo.ErrOverloaded):
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeOverloaded, err.Error())
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeOverloaded,
+			h.detail(r, err, "the connection to the provider is at its pending-call limit; retry later"))
 	case errors.Is(err, context.DeadlineExceeded):
 		exchange.WriteError(w, r, http.StatusGatewayTimeout, exchange.CodeTimeout,
 			fmt.Sprintf("no answer from %s within %s", h.serviceName(), h.timeout))
@@ -337,9 +373,35 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 			info.ErrorCode = exchange.CodeClientClosed
 		}
 	default:
-		h.log.Warn("dubbo call failed", "route", h.route, "error", err)
-		exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway, err.Error())
+		exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway,
+			h.detail(r, err, "the call to "+h.serviceName()+" failed: the provider could not be reached or broke the exchange"))
 	}
+}
+
+// detail logs err in full and returns what the client is told: brief,
+// unless the route asks for detailed errors.
+func (h *Handler) detail(r *http.Request, err error, brief string) string {
+	if ok, suppressed := h.failures.allow(); ok {
+		h.log.Warn("dubbo call failed", "route", h.route, "request_id", requestID(r), "error", err.Error(), "suppressed", suppressed)
+	}
+	if h.cfg.DetailedErrors {
+		return err.Error()
+	}
+	return brief
+}
+
+// refuse logs a refused request, at most about once a second per route.
+func (h *Handler) refuse(r *http.Request, reason string) {
+	if ok, suppressed := h.refusals.allow(); ok {
+		h.log.Warn("refused a request to a dubbo route", "route", h.route, "request_id", requestID(r), "reason", reason, "suppressed", suppressed)
+	}
+}
+
+func requestID(r *http.Request) string {
+	if info := exchange.From(r.Context()); info != nil {
+		return info.RequestID
+	}
+	return ""
 }
 
 func (h *Handler) serviceName() string {

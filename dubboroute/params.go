@@ -2,10 +2,10 @@ package dubboroute
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -133,18 +133,11 @@ func (p *param) source() string {
 	return "from " + p.from + " " + strconv.Quote(p.name)
 }
 
-// readBody reads the request body (the route's body limit applies upstream of here).
-func readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
-	}
-	return io.ReadAll(r.Body)
-}
-
 // lookup returns the raw JSON at pointer inside body; found is false when a
 // token is missing. Invalid JSON is an error.
 func lookup(body []byte, pointer []string) (raw []byte, found bool, err error) {
-	cur := json.RawMessage(body)
+	// span keeps each level a slice of the body: no copies.
+	cur := span(body)
 	for _, tok := range pointer {
 		cur = bytes.TrimSpace(cur)
 		if len(cur) == 0 {
@@ -152,7 +145,7 @@ func lookup(body []byte, pointer []string) (raw []byte, found bool, err error) {
 		}
 		switch cur[0] {
 		case '{':
-			var m map[string]json.RawMessage
+			var m map[string]span
 			if err := json.Unmarshal(cur, &m); err != nil {
 				return nil, false, err
 			}
@@ -162,7 +155,7 @@ func lookup(body []byte, pointer []string) (raw []byte, found bool, err error) {
 			}
 			cur = next
 		case '[':
-			var a []json.RawMessage
+			var a []span
 			if err := json.Unmarshal(cur, &a); err != nil {
 				return nil, false, err
 			}
@@ -182,6 +175,7 @@ func lookup(body []byte, pointer []string) (raw []byte, found bool, err error) {
 // hessian stream by write.
 type args struct {
 	h     *Handler
+	ctx   context.Context // the route's deadline: encoding gives up there
 	r     *http.Request
 	body  []byte
 	raws  [][]byte // per parameter, for body fields
@@ -262,7 +256,7 @@ func (a *args) write(e *hessian.Encoder) error {
 		for i := range h.params {
 			p := &h.params[i]
 			if p.from == config.FromBody {
-				if err := h.enc.Encode(e, a.body, p.typ); err != nil {
+				if err := h.enc.EncodeContext(a.ctx, e, a.body, p.typ); err != nil {
 					return paramErr(p, err)
 				}
 				continue
@@ -274,7 +268,10 @@ func (a *args) write(e *hessian.Encoder) error {
 		return nil
 	case bodyPositional:
 		if len(h.params) == h.bodyParams {
-			if err := h.enc.EncodeArgs(e, a.body, h.bodyTypes); err != nil {
+			if err := h.enc.EncodeArgsContext(a.ctx, e, a.body, h.bodyTypes); err != nil {
+				if a.ctx.Err() != nil {
+					return err // the deadline passed: a 504, not the client's mistake
+				}
 				return &argError{msg: "arguments from the body: " + err.Error()}
 			}
 			return nil
@@ -296,7 +293,7 @@ func (a *args) writeOne(e *hessian.Encoder, p *param) error {
 		return paramErr(p, h.enc.EncodeString(e, *p.value, p.typ))
 	case config.FromBody:
 		if a.found[p.index] {
-			return paramErr(p, h.enc.Encode(e, a.raws[p.index], p.typ))
+			return paramErr(p, h.enc.EncodeContext(a.ctx, e, a.raws[p.index], p.typ))
 		}
 	default:
 		if s, ok := a.str(p); ok {
@@ -313,6 +310,9 @@ func (a *args) writeOne(e *hessian.Encoder, p *param) error {
 func paramErr(p *param, err error) error {
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return err // the deadline passed: a 504, not the client's mistake
 	}
 	// A string from the path, query or a header has no JSON structure:
 	// the root path "$" would only be noise in its message.

@@ -1,13 +1,19 @@
 package dubboroute
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
+	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
@@ -19,16 +25,22 @@ import (
 // {"types": [...], "args": [...], "version": "...", "group": "...", "attachments": {...}}.
 // Clients choose interface, version and group, so the services it reaches
 // are theirs to grow: it takes references from the registry's bounded
-// reference cache, never subscribes on its own.
+// reference cache, never subscribes on its own. They choose the parameter
+// types too, which are checked as "class" keys are (Encoder.ClientType),
+// and the attachments, which must be on the route's allow-list.
 type passthrough struct {
-	exact    map[string]bool
-	prefixes []string
-	refs     *registry.References
+	exact       map[string]bool
+	prefixes    []string
+	attachments []string // the keys a client may send
+	refs        *registry.References
 }
 
-func newPassthrough(allow []string, refs *registry.References) *passthrough {
-	p := &passthrough{exact: map[string]bool{}, refs: refs}
-	for _, a := range allow {
+// maxParams is the JVM's bound on a method's parameters.
+const maxParams = 255
+
+func newPassthrough(cfg *config.Passthrough, refs *registry.References) *passthrough {
+	p := &passthrough{exact: map[string]bool{}, refs: refs, attachments: cfg.Attachments}
+	for _, a := range cfg.Allow {
 		if strings.HasSuffix(a, ".*") {
 			p.prefixes = append(p.prefixes, strings.TrimSuffix(a, "*"))
 		} else {
@@ -36,6 +48,21 @@ func newPassthrough(allow []string, refs *registry.References) *passthrough {
 		}
 	}
 	return p
+}
+
+// interfacePackages are the packages of the allowed interfaces, where
+// their DTOs live: "com.example.*" for com.example.* and for
+// com.example.UserService.
+func interfacePackages(allow []string) []string {
+	out := make([]string, 0, len(allow))
+	for _, a := range allow {
+		if strings.HasSuffix(a, ".*") {
+			out = append(out, a)
+		} else if i := strings.LastIndexByte(a, '.'); i > 0 {
+			out = append(out, a[:i]+".*")
+		}
+	}
+	return out
 }
 
 func (p *passthrough) allowed(iface string) bool {
@@ -50,55 +77,111 @@ func (p *passthrough) allowed(iface string) bool {
 	return false
 }
 
+// passthroughBody is the request body of the pass-through.
 type passthroughBody struct {
-	Types       []string          `json:"types"`
-	Args        json.RawMessage   `json:"args"`
-	Version     string            `json:"version"`
-	Group       string            `json:"group"`
-	Attachments map[string]string `json:"attachments"`
+	Types       []string
+	Args        span
+	Version     string
+	Group       string
+	Attachments map[string]string
 }
 
-func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
+// span is a JSON value kept as a slice of the body it was read from: no
+// copy (json.Unmarshal hands Unmarshalers slices of its input, which is
+// the request's body buffer, never written again).
+type span []byte
+
+func (s *span) UnmarshalJSON(b []byte) error {
+	*s = b
+	return nil
+}
+
+const passthroughShape = `the body must be {"types": [...], "args": [...], "version", "group", "attachments"}`
+
+// parsePassthrough reads the body in place: one pass finds its members
+// (args stays a slice of the body, never copied nor parsed here), then
+// the small ones are decoded. Member names are exact: an unknown or
+// differently cased one is refused.
+func parsePassthrough(raw []byte) (passthroughBody, error) {
+	var body passthroughBody
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return body, nil
+	}
+	var members map[string]span
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return body, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(members)) { // the same error for the same body
+		v := members[k]
+		var err error
+		switch k {
+		case "types":
+			err = json.Unmarshal(v, &body.Types)
+		case "args":
+			body.Args = v
+		case "version":
+			err = json.Unmarshal(v, &body.Version)
+		case "group":
+			err = json.Unmarshal(v, &body.Group)
+		case "attachments":
+			err = json.Unmarshal(v, &body.Attachments)
+		default:
+			return body, fmt.Errorf("unknown field %q", k)
+		}
+		if err != nil {
+			return body, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return body, nil
+}
+
+func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r *http.Request, raw []byte) {
 	iface, method := exchange.PathValue(r, "interface"), exchange.PathValue(r, "method")
 	if !h.passthrough.allowed(iface) {
 		exchange.WriteError(w, r, http.StatusForbidden, exchange.CodeForbidden, "interface "+iface+" is not allowed on this route")
 		return
 	}
 	if !config.JavaIdent(method) {
-		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, "method "+method+" is not a Java method name")
+		h.badRequest(w, r, "method "+method+" is not a Java method name")
 		return
 	}
-	raw, err := readBody(r)
+	if strings.HasPrefix(method, "$") {
+		// $invoke, $invokeAsync, $echo...: Dubbo's own, whose arguments
+		// name methods, classes and serializations.
+		h.badRequest(w, r, "method "+method+": methods starting with $ are Dubbo's own and cannot be called here")
+		return
+	}
+	body, err := parsePassthrough(raw)
 	if err != nil {
-		h.writeErr(w, r, err)
+		h.badRequest(w, r, passthroughShape+": "+err.Error())
 		return
 	}
-	var body passthroughBody
-	if len(strings.TrimSpace(string(raw))) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&body); err != nil {
-			exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest,
-				`the body must be {"types": [...], "args": [...], "version", "group", "attachments"}: `+err.Error())
-			return
-		}
+	if len(body.Types) > maxParams {
+		h.badRequest(w, r, "types: "+strconv.Itoa(len(body.Types))+" parameters; a Java method has at most 255")
+		return
 	}
 	types := make([]*jsonbridge.Type, len(body.Types))
 	names := make([]string, len(body.Types))
 	for i, t := range body.Types {
-		if types[i], err = h.enc.Type(t); err != nil {
-			exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, "types["+strconv.Itoa(i)+"]: "+err.Error())
+		if types[i], err = h.enc.ClientType(t); err != nil {
+			h.badRequest(w, r, "types["+strconv.Itoa(i)+"]: "+err.Error())
 			return
 		}
 		names[i] = erase(t)
 	}
 	args := []byte(body.Args)
-	if len(strings.TrimSpace(string(args))) == 0 || string(args) == "null" {
+	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 		args = []byte("[]")
 	}
 	atts := h.attachments(r)
-	for k, v := range body.Attachments {
-		atts[k] = v
+	if len(body.Attachments) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(body.Attachments)) {
+			if msg := h.clientAttachment(k); msg != "" {
+				h.badRequest(w, r, "attachments."+k+": "+msg)
+				return
+			}
+			atts[k] = body.Attachments[k]
+		}
 	}
 	if info := exchange.From(r.Context()); info != nil {
 		for k, v := range info.Attachments {
@@ -111,7 +194,10 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
 		// The client writes the arguments before sending anything: a mismatch
 		// fails the call unsent, and argError makes it a 400, never retried.
 		WriteArgs: func(e *hessian.Encoder) error {
-			if err := h.enc.EncodeArgs(e, args, types); err != nil {
+			if err := h.enc.EncodeArgsContext(ctx, e, args, types); err != nil {
+				if ctx.Err() != nil {
+					return err // the deadline passed: a 504, not the client's mistake
+				}
 				return &argError{msg: "args: " + err.Error()}
 			}
 			return nil
@@ -123,5 +209,32 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
 		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, "the registry is closing; retry")
 		return
 	}
-	h.call(w, r, ref.Dir, inv, string(args))
+	hashKey := ""
+	if h.cfg.LoadBalance == "consistenthash" {
+		hashKey = string(args)
+	}
+	h.call(ctx, w, r, ref.Dir, inv, hashKey)
+}
+
+// clientAttachment says why a client may not send attachment key ("" when
+// it may): only the route's allow-list passes, and never a key Dubbo
+// reserves (config validation refuses those, and identity keys, in the
+// list).
+func (h *Handler) clientAttachment(k string) string {
+	switch {
+	case protocol.ReservedAttachment(k):
+		return "a key Dubbo reserves; a client may never set it"
+	case !slices.Contains(h.passthrough.attachments, k):
+		if len(h.passthrough.attachments) == 0 {
+			return "this route takes no attachments from clients"
+		}
+		return "not allowed on this route (allowed: " + strings.Join(h.passthrough.attachments, ", ") + ")"
+	}
+	return ""
+}
+
+// badRequest answers 400 BAD_REQUEST with msg and logs it (bounded).
+func (h *Handler) badRequest(w http.ResponseWriter, r *http.Request, msg string) {
+	h.refuse(r, msg)
+	exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, msg)
 }

@@ -59,7 +59,9 @@ routes:
 		{"anonymous path, forged header stripped", "GET", "/http/public/a", "", []string{"X-User-Id", "root"}, 200, `user="" roles=""`},
 		{"anonymous rule is per method", "POST", "/http/public/a", "", nil, 401, `"code":"UNAUTHORIZED"`},
 		{"identity as a Dubbo attachment", "GET", "/who", "", []string{"Authorization", "Bearer tok1"}, 200, `"u1"`},
-		{"pass-through cannot override identity", "POST", "/dubbo/com.example.Who/whoami", `{"attachments": {"userId": "evil"}}`,
+		{"pass-through cannot send identity", "POST", "/dubbo/com.example.Who/whoami", `{"attachments": {"userId": "evil"}}`,
+			[]string{"Authorization", "Bearer tok1"}, 400, `attachments.userId`},
+		{"pass-through identity from the token", "POST", "/dubbo/com.example.Who/whoami", `{}`,
 			[]string{"Authorization", "Bearer tok1"}, 200, `"u1"`},
 		{"Dubbo route without token", "GET", "/who", "", nil, 401, `"code":"UNAUTHORIZED"`},
 	}

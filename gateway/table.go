@@ -256,7 +256,7 @@ func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ 
 	if rc.Dubbo != nil {
 		var err error
 		dh, err = dubboroute.New(rc.Name, rc.Dubbo, dubboroute.Deps{
-			Client: d.dubbo, References: t.references, Types: cfg.Dubbo.Types, Log: d.log, ClusterMetrics: d.cluster,
+			Client: d.dubbo, References: t.references, Types: cfg.Dubbo.Types, AllowedClasses: cfg.Dubbo.AllowedClasses, Log: d.log, ClusterMetrics: d.cluster,
 			Tracer: d.tracer,
 		})
 		if err != nil {

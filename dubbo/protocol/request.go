@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/dubbogw/dubbogw/hessian"
 )
@@ -36,6 +37,41 @@ const (
 	AttachmentGeneric   = "generic" // "true" on a $invoke call
 	AttachmentDubbo     = "dubbo"   // the protocol version, added to responses
 )
+
+// reservedAttachments are the attachment keys Dubbo itself, its filters
+// and routers give a meaning to (org.apache.dubbo.common.constants): the
+// service a call is for, generic invocation and its serialization, the
+// token of TokenFilter, timeouts, tag routing, the caller's application.
+// Only the caller's own code may set them, never a value a client chose.
+var reservedAttachments = []string{
+	AttachmentPath, AttachmentInterface, AttachmentVersion, AttachmentGroup, AttachmentTimeout, AttachmentGeneric,
+	AttachmentDubbo, "token", "tag", "async", "id", "input", "output", "side", "application", "remote.application",
+	"consumer", "provider", "methods", "method", "serialization", "loadbalance", "cluster", "retries", "mock",
+	"cache", "validation", "sticky", "weight", "warmup", "tps", "executes", "actives", "connections", "protocol",
+	"category", "check", "callbacks", "accesslog", "deprecated", "dispatcher", "anyhost", "pid", "timestamp",
+	"release", "return", "timeout-countdown", "zone", "zone.force", "interface.version", "request-id",
+	"traceparent", "tracestate",
+}
+
+// reservedAttachmentPrefixes: Dubbo's own families of keys (dubbo.tag,
+// dubbo.force.tag, _TO, sys_callback_arg-N, :path...).
+var reservedAttachmentPrefixes = []string{"dubbo.", "_", "sys_callback_arg", ":", "callback.", "tri-", "grpc-"}
+
+// ReservedAttachment reports whether key is an attachment Dubbo gives a
+// meaning to (case-insensitively, as Dubbo 3 lowercases keys): one a
+// gateway sets itself, or not at all, and never takes from a client.
+func ReservedAttachment(key string) bool {
+	k := strings.ToLower(strings.TrimSpace(key))
+	if slices.Contains(reservedAttachments, k) {
+		return true
+	}
+	for _, p := range reservedAttachmentPrefixes {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // Request is a call to encode.
 type Request struct {

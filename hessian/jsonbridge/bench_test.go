@@ -1,10 +1,12 @@
 package jsonbridge
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dubbogw/dubbogw/hessian"
 )
@@ -59,6 +61,20 @@ func BenchmarkEncodeRequest(b *testing.B) {
 			for b.Loop() {
 				e.Reset(e.Bytes()[:0])
 				if err := enc.Encode(e, body, typ); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// In place, with a deadline: what the gateway's routes use.
+		b.Run("jsonbridge-context/"+mode.name, func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			e := hessian.NewEncoder(make([]byte, 0, 4096))
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				e.Reset(e.Bytes()[:0])
+				if err := enc.EncodeContext(ctx, e, body, typ); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,12 +1,14 @@
 package jsonbridge
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/dubbogw/dubbogw/hessian"
 )
@@ -38,46 +40,76 @@ type EncodeOptions struct {
 	// Enums declares enum classes, each with its constant names; a nil or
 	// empty list accepts any name (the provider then checks it).
 	Enums map[string][]string
-	// RestrictClasses makes a "class" key in a JSON object name only a class
-	// of Schema (or the declared class itself); other names are refused.
-	// Turn it on for routes open to untrusted clients: it stops them from
-	// making the provider instantiate arbitrary classes.
+	// RestrictClasses makes a "class" key in a JSON object (and, in generic
+	// invocation, inside a map, where the provider's PojoUtils reads it
+	// too) name only the declared class, a class of Schema or Enums, a
+	// built-in type, or one of AllowClasses; other names are refused, and
+	// so are such classes in types compiled with ClientType. Turn it on
+	// for routes open to untrusted clients: it stops them from making the
+	// provider instantiate arbitrary classes. Known deserialization
+	// gadgets (DeniedClass) are refused whatever the options.
 	RestrictClasses bool
+	// AllowClasses are the classes RestrictClasses lets clients name
+	// beyond the declared ones: exact names or package prefixes ending in
+	// ".*" ("com.example.dto.*").
+	AllowClasses []string
 	// MaxDepth bounds the nesting of arrays and objects. 0 means 128.
 	MaxDepth int
+	// MaxValues bounds the JSON values (scalars, keys and containers) of one
+	// Encode, so that the token tape of a body stays a small multiple of a
+	// sensible body. 0 means DefaultMaxValues.
+	MaxValues int
 }
+
+// DefaultMaxValues is the default bound of JSON values in one Encode.
+const DefaultMaxValues = 1 << 20
 
 // Encoder writes JSON values as hessian arguments of declared Java types.
 // Build one per route (or per service) at configuration time with
 // NewEncoder; it is immutable and safe for concurrent use, and keeps scratch
 // buffers between calls so that the request path allocates little.
 type Encoder struct {
-	generic  bool
-	restrict bool
-	maxDepth int
-	classes  map[string]*class
-	enums    map[string]*enum
-	anyType  *Type
-	states   sync.Pool // *encodeState
+	generic   bool
+	restrict  bool
+	allowed   classList
+	maxDepth  int
+	maxValues int
+	classes   map[string]*class
+	enums     map[string]*enum
+	anyType   *Type
+	states    sync.Pool // *encodeState
 }
 
 // NewEncoder compiles opts: every Schema type is parsed here, once, so that a
 // mistake in the configuration is reported before the first request.
 func NewEncoder(opts EncodeOptions) (*Encoder, error) {
 	enc := &Encoder{
-		generic:  opts.Generic,
-		restrict: opts.RestrictClasses,
-		maxDepth: opts.MaxDepth,
-		classes:  make(map[string]*class, len(opts.Schema)),
-		enums:    make(map[string]*enum, len(opts.Enums)),
-		anyType:  &Type{name: "java.lang.Object", kind: kindAny},
+		generic:   opts.Generic,
+		restrict:  opts.RestrictClasses,
+		allowed:   newClassList(opts.AllowClasses),
+		maxDepth:  opts.MaxDepth,
+		maxValues: opts.MaxValues,
+		classes:   make(map[string]*class, len(opts.Schema)),
+		enums:     make(map[string]*enum, len(opts.Enums)),
+		anyType:   &Type{name: "java.lang.Object", kind: kindAny},
 	}
 	if enc.maxDepth <= 0 {
 		enc.maxDepth = 128
 	}
+	if enc.maxValues <= 0 {
+		enc.maxValues = DefaultMaxValues
+	}
+	for _, p := range opts.AllowClasses {
+		if DeniedClass(strings.TrimSuffix(p, "*")) {
+			return nil, fmt.Errorf("allowed class %q: a known deserialization gadget is never allowed", p)
+		}
+	}
 	for name, constants := range opts.Enums {
 		if !isClassName(name) {
 			return nil, fmt.Errorf("enum %q: not a Java class name", name)
+		}
+		if DeniedClass(name) {
+			return nil, fmt.Errorf("enum %q: a known deserialization gadget is never allowed", name)
 		}
 		if _, ok := builtins[name]; ok {
 			return nil, fmt.Errorf("enum %q: a built-in type, not an enum", name)
@@ -95,6 +127,9 @@ func NewEncoder(opts EncodeOptions) (*Encoder, error) {
 	for name := range opts.Schema {
 		if !isClassName(name) {
 			return nil, fmt.Errorf("schema class %q: not a Java class name", name)
+		}
+		if DeniedClass(name) {
+			return nil, fmt.Errorf("schema class %q: a known deserialization gadget is never allowed", name)
 		}
 		if _, ok := builtins[name]; ok {
 			return nil, fmt.Errorf("schema class %q: a built-in type has no schema", name)
@@ -124,8 +159,20 @@ func NewEncoder(opts EncodeOptions) (*Encoder, error) {
 // "java.util.List<com.example.Item>", "java.util.Map<java.lang.String,
 // java.lang.Integer>", wildcards "? extends T") and java.lang's simple names
 // ("String", "Integer").
+//
+// A type is at most MaxTypeLen bytes long, with at most MaxArrayDims array
+// dimensions and MaxTypeNesting levels of type arguments; it never names
+// a known deserialization gadget (DeniedClass).
 func (enc *Encoder) Type(javaType string) (*Type, error) {
 	p := typeParser{enc: enc, src: javaType}
+	return p.parse()
+}
+
+// ClientType compiles a type a client chose (the pass-through's "types"):
+// as Type, and with RestrictClasses every class it names, type arguments
+// and array components included, must be one a "class" key could name.
+func (enc *Encoder) ClientType(javaType string) (*Type, error) {
+	p := typeParser{enc: enc, src: javaType, client: true}
 	return p.parse()
 }
 
@@ -134,9 +181,23 @@ func (enc *Encoder) Type(javaType string) (*Type, error) {
 // writes hessian directly. On error, e holds a partial value and must be
 // reset; the error is a *PathError.
 func (enc *Encoder) Encode(e *hessian.Encoder, data []byte, t *Type) error {
+	return enc.encode(context.Background(), e, string(data), t)
+}
+
+// EncodeContext is Encode that gives up, with ctx's error, once ctx is
+// done: a large body is cut short at the caller's deadline instead of
+// being encoded for nothing. It reads data in place, without the copy
+// Encode makes: data must not change until e is Reset (e keeps class
+// and field names that are slices of it).
+func (enc *Encoder) EncodeContext(ctx context.Context, e *hessian.Encoder, data []byte, t *Type) error {
+	return enc.encode(ctx, e, unsafe.String(unsafe.SliceData(data), len(data)), t)
+}
+
+func (enc *Encoder) encode(ctx context.Context, e *hessian.Encoder, src string, t *Type) error {
 	s := enc.state(e)
 	defer enc.release(s)
-	if err := s.scan(string(data)); err != nil {
+	s.ctx = ctx
+	if err := s.scan(src); err != nil {
 		return err
 	}
 	return s.value(0, t)
@@ -147,9 +208,21 @@ func (enc *Encoder) Encode(e *hessian.Encoder, data []byte, t *Type) error {
 // caller writes whatever framing its call needs around them). The array
 // must have exactly one element per type; errors name paths like "$[1].id".
 func (enc *Encoder) EncodeArgs(e *hessian.Encoder, data []byte, types []*Type) error {
+	return enc.encodeArgs(context.Background(), e, string(data), types)
+}
+
+// EncodeArgsContext is EncodeArgs that gives up, with ctx's error, once
+// ctx is done. Like EncodeContext it reads data in place: data must not
+// change until e is Reset.
+func (enc *Encoder) EncodeArgsContext(ctx context.Context, e *hessian.Encoder, data []byte, types []*Type) error {
+	return enc.encodeArgs(ctx, e, unsafe.String(unsafe.SliceData(data), len(data)), types)
+}
+
+func (enc *Encoder) encodeArgs(ctx context.Context, e *hessian.Encoder, src string, types []*Type) error {
 	s := enc.state(e)
 	defer enc.release(s)
-	if err := s.scan(string(data)); err != nil {
+	s.ctx = ctx
+	if err := s.scan(src); err != nil {
 		return err
 	}
 	root := &s.toks[0]
@@ -244,13 +317,22 @@ type encodeState struct {
 	// not allocate.
 	decimal hessian.BigDecimal
 	integer hessian.BigInteger
+	// ctx is the caller's: value checks it every checkEvery values.
+	ctx   context.Context
+	ticks int
 }
+
+// checkEvery is how many values are written between two looks at the
+// caller's context: often enough to stop within a millisecond or so, rarely
+// enough to cost nothing.
+const checkEvery = 4096
 
 func (enc *Encoder) state(e *hessian.Encoder) *encodeState {
 	s, _ := enc.states.Get().(*encodeState)
 	if s == nil {
 		s = &encodeState{enc: enc}
 		s.sc.maxDepth = enc.maxDepth
+		s.sc.maxTokens = enc.maxValues
 	}
 	s.out = e
 	return s
@@ -260,7 +342,7 @@ func (enc *Encoder) release(s *encodeState) {
 	if cap(s.toks) > 1<<16 || cap(s.buf) > 1<<16 {
 		return // an outsized request: let its buffers go
 	}
-	s.out, s.src, s.decimal.Value, s.integer.Value = nil, "", "", ""
+	s.out, s.src, s.decimal.Value, s.integer.Value, s.ctx, s.ticks = nil, "", "", "", nil, 0
 	clear(s.names[:cap(s.names)]) // drop references into the request body
 	s.names = s.names[:0]
 	s.path = s.path[:0]
@@ -269,10 +351,28 @@ func (enc *Encoder) release(s *encodeState) {
 }
 
 func (s *encodeState) scan(src string) error {
+	if err := s.ctxErr(); err != nil {
+		return err
+	}
 	s.src = src
 	var err error
 	s.toks, err = s.sc.scan(src, s.toks)
-	return err
+	if err != nil {
+		return err
+	}
+	return s.ctxErr()
+}
+
+// ctxErr is the caller's context's error, as a *PathError at the current
+// path that wraps it (errors.Is finds context.DeadlineExceeded).
+func (s *encodeState) ctxErr() error {
+	if s.ctx == nil {
+		return nil
+	}
+	if err := s.ctx.Err(); err != nil {
+		return &PathError{Path: renderPath(s.path), Msg: "gave up: " + err.Error(), Err: err}
+	}
+	return nil
 }
 
 // str returns the decoded text of the string token at i: a slice of the
@@ -347,6 +447,12 @@ func (s *encodeState) pop()             { s.path = s.path[:len(s.path)-1] }
 
 // value writes the JSON value at tape index i as t.
 func (s *encodeState) value(i int32, t *Type) error {
+	if s.ticks++; s.ticks >= checkEvery {
+		s.ticks = 0
+		if err := s.ctxErr(); err != nil {
+			return err
+		}
+	}
 	tk := &s.toks[i]
 	switch tk.kind {
 	case tokNull:
@@ -773,6 +879,13 @@ func (s *encodeState) mapValue(i int32, t *Type, skipClass bool) error {
 		}
 		name := s.str(k)
 		s.push(pathSeg{key: name})
+		if s.enc.generic && name == "class" && s.toks[k+1].kind == tokString {
+			// The provider's PojoUtils loads the class a map's "class" key
+			// names, whatever the declared type: check it as any other.
+			if c := s.str(k + 1); !s.enc.classAllowed(c) {
+				return s.mismatch(k+1, t, classRefusal(`the "class" key`, c))
+			}
+		}
 		if key.kind == kindAny || key.kind == kindString {
 			s.out.WriteString(name)
 		} else if err := s.fromString(name, key, "key"); err != nil {
@@ -895,11 +1008,11 @@ func (s *encodeState) field(v int32, name string, cls *class) error {
 // returns the Schema entry (nil when unknown), or a map type when the key
 // names a Map class.
 func (s *encodeState) resolveClass(name string, v int32, declared *Type) (*Type, *class, error) {
+	if !s.enc.classAllowed(name) {
+		return nil, nil, s.mismatch(v, declared, classRefusal(`the "class" key`, name))
+	}
 	if c, ok := s.enc.classes[name]; ok {
 		return nil, c, nil
-	}
-	if s.enc.restrict {
-		return nil, nil, s.mismatch(v, declared, "the \"class\" key may only name a class of the schema")
 	}
 	if b, ok := builtins[name]; ok {
 		if b.kind == kindMap || b.kind == kindAny {

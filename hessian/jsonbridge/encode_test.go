@@ -343,9 +343,13 @@ func TestRestrictClasses(t *testing.T) {
 	for _, generic := range []bool{false, true} {
 		opts := testOptions(generic)
 		opts.RestrictClasses = true
+		opts.AllowClasses = []string{"com.allowed.*"}
 		runEncodeCases(t, mustEncoder(t, opts), []encodeCase{
-			{"java.lang.Object", `{"class":"com.evil.Gadget","cmd":"x"}`, ``, `$.class: cannot use string "com.evil.Gadget" as java.lang.Object: the "class" key may only name a class of the schema`},
-			{"com.example.User", `{"friend":{"class":"java.util.HashMap"}}`, ``, `$.friend.class: cannot use string "java.util.HashMap" as com.example.User: the "class" key may only name a class of the schema`},
+			{"java.lang.Object", `{"class":"com.evil.Gadget","cmd":"x"}`, ``, `$.class: cannot use string "com.evil.Gadget" as java.lang.Object: the "class" key names com.evil.Gadget: only the declared class, a class of the schema or an allowed class may be named`},
+			{"com.example.User", `{"friend":{"class":"com.sun.rowset.JdbcRowSetImpl"}}`, ``, `$.friend.class: cannot use string "com.sun.rowset.JdbcRowSetImpl" as com.example.User: the "class" key names com.sun.rowset.JdbcRowSetImpl, a known deserialization gadget: never allowed`},
+			// built-in types and allowed classes are fine
+			{"com.example.User", `{"friend":{"class":"java.util.HashMap"}}`, map[bool]string{false: `obj com.example.User{friend: map[]{}}`, true: `map[]{"class": "com.example.User", "friend": map[]{}}`}[generic], ""},
+			{"java.lang.Object", `{"class":"com.allowed.Thing"}`, map[bool]string{false: `obj com.allowed.Thing{}`, true: `map[]{"class": "com.allowed.Thing"}`}[generic], ""},
 			// the declared class itself and schema classes are fine
 			{"com.example.Unknown", `{"class":"com.example.Unknown"}`, map[bool]string{false: `obj com.example.Unknown{}`, true: `map[]{"class": "com.example.Unknown"}`}[generic], ""},
 			{"java.lang.Object", `{"class":"com.example.Dog"}`, map[bool]string{false: `obj com.example.Dog{}`, true: `map[]{"class": "com.example.Dog"}`}[generic], ""},

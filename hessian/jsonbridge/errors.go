@@ -12,10 +12,16 @@ import (
 type PathError struct {
 	Path string
 	Msg  string
+	// Err is the cause when there is one to test for: the caller's
+	// context's error when an encoding gave up at its deadline.
+	Err error
 }
 
 // Error returns "path: message".
 func (e *PathError) Error() string { return e.Path + ": " + e.Msg }
+
+// Unwrap returns the cause, if any.
+func (e *PathError) Unwrap() error { return e.Err }
 
 // pathSeg is one step of a path: a member key or an array index.
 type pathSeg struct {

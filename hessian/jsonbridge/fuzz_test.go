@@ -73,3 +73,21 @@ func FuzzEncode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzType feeds arbitrary type expressions, as an operator's (Type) and
+// as a client's (ClientType): never a panic, and a type that compiles as
+// a client's compiles as an operator's too.
+func FuzzType(f *testing.F) {
+	for _, s := range fuzzTypes {
+		f.Add(s)
+	}
+	f.Add("java.util.Map<String,java.util.List<? extends com.example.Item>>[][]")
+	f.Add("[[[[Lcom.sun.rowset.JdbcRowSetImpl;")
+	enc := mustEncoder(f, EncodeOptions{Generic: true, RestrictClasses: true, AllowClasses: []string{"com.example.*"}})
+	f.Fuzz(func(t *testing.T, s string) {
+		_, opErr := enc.Type(s)
+		if _, err := enc.ClientType(s); err == nil && opErr != nil {
+			t.Errorf("%q: a client's type but not an operator's: %v", s, opErr)
+		}
+	})
+}

@@ -48,6 +48,8 @@ type scanner struct {
 	toks     []token
 	maxDepth int
 	depth    int
+	// maxTokens bounds the tape (0: no bound).
+	maxTokens int
 	// open holds the tape index of each container being scanned, and
 	// lastKey, while one of its values is being scanned, the tape index of
 	// that member's key (objects) or 0 (arrays); -1 between values. A syntax
@@ -135,6 +137,9 @@ func (s *scanner) skipSpace() {
 
 func (s *scanner) value() *syntaxError {
 	s.skipSpace()
+	if s.maxTokens > 0 && len(s.toks) >= s.maxTokens {
+		return s.errorf("more than %d JSON values", s.maxTokens)
+	}
 	if s.pos >= len(s.src) {
 		return s.errorf("unexpected end of input, expected a value")
 	}

@@ -149,10 +149,24 @@ var descriptorNames = map[byte]string{
 //	type  = "[" descriptor | name [ "<" arg { "," arg } ">" ] { "[]" }
 //	arg   = type | "?" [ ("extends" | "super") type ]
 type typeParser struct {
-	enc *Encoder
-	src string
-	pos int
+	enc    *Encoder
+	src    string
+	pos    int
+	depth  int  // type arguments being read
+	client bool // a client chose the type: classes are checked as "class" keys are
 }
+
+// Bounds of a type expression, so that compiling one a client sent costs
+// little and its descriptor stays small. The JVM allows 255 array
+// dimensions; no Java method signature needs the rest.
+const (
+	// MaxTypeLen bounds the text of one type.
+	MaxTypeLen = 4096
+	// MaxArrayDims bounds array dimensions, as the JVM does.
+	MaxArrayDims = 255
+	// MaxTypeNesting bounds nested type arguments (List<List<...>>).
+	MaxTypeNesting = 32
+)
 
 func (p *typeParser) fail(format string, args ...any) error {
 	return fmt.Errorf("java type %q: %s", p.src, fmt.Sprintf(format, args...))
@@ -165,6 +179,9 @@ func (p *typeParser) space() {
 }
 
 func (p *typeParser) parse() (*Type, error) {
+	if len(p.src) > MaxTypeLen {
+		return nil, fmt.Errorf("java type %q: longer than %d bytes", clip(p.src), MaxTypeLen)
+	}
 	t, err := p.typ()
 	if err != nil {
 		return nil, err
@@ -193,6 +210,9 @@ func (p *typeParser) typ() (*Type, error) {
 	p.space()
 	if p.pos < len(p.src) && p.src[p.pos] == '<' {
 		p.pos++
+		if p.depth++; p.depth > MaxTypeNesting {
+			return nil, p.fail("type arguments nested deeper than %d", MaxTypeNesting)
+		}
 		for {
 			arg, err := p.typeArg()
 			if err != nil {
@@ -206,24 +226,43 @@ func (p *typeParser) typ() (*Type, error) {
 			}
 			if p.pos < len(p.src) && p.src[p.pos] == '>' {
 				p.pos++
+				p.depth--
 				break
 			}
 			return nil, p.fail("expected ',' or '>' at offset %d", p.pos)
 		}
 	}
 	text := strings.TrimSpace(p.src[start:p.pos])
-	t, err := p.enc.named(name, text, args)
+	t, err := p.named(name, text, args)
 	if err != nil {
 		return nil, p.fail("%v", err)
 	}
-	for {
+	for dims := 0; ; dims++ {
 		p.space()
 		if !strings.HasPrefix(p.src[p.pos:], "[]") {
 			return t, nil
 		}
+		if dims == MaxArrayDims {
+			return nil, p.fail("more than %d array dimensions", MaxArrayDims)
+		}
 		p.pos += 2
 		t = p.enc.arrayOf(t, strings.TrimSpace(p.src[start:p.pos]))
 	}
+}
+
+// named resolves a name as Encoder.named does, refusing known gadgets and,
+// for a client's type, the classes a client may not name.
+func (p *typeParser) named(name, text string, args []*Type) (*Type, error) {
+	t, err := p.enc.named(name, text, args)
+	if err != nil {
+		return nil, err
+	}
+	if t.kind == kindClass || t.kind == kindEnum {
+		if DeniedClass(t.wire) || p.client && !p.enc.classAllowed(t.wire) {
+			return nil, fmt.Errorf("%s", classRefusal("the type", t.wire))
+		}
+	}
+	return t, nil
 }
 
 func (p *typeParser) typeArg() (*Type, error) {
@@ -256,6 +295,9 @@ func (p *typeParser) descriptor() (*Type, error) {
 		p.pos++
 		dims++
 	}
+	if dims > MaxArrayDims {
+		return nil, p.fail("more than %d array dimensions", MaxArrayDims)
+	}
 	if p.pos >= len(p.src) {
 		return nil, p.fail("array descriptor without a component type")
 	}
@@ -271,20 +313,24 @@ func (p *typeParser) descriptor() (*Type, error) {
 		if name == "" || !isClassName(name) {
 			return nil, p.fail("invalid class name %q in array descriptor", name)
 		}
-		elem, err = p.enc.named(name, name, nil)
+		elem, err = p.named(name, name, nil)
 	} else if name, ok := descriptorNames[c]; ok {
 		p.pos++
-		elem, err = p.enc.named(name, name, nil)
+		elem, err = p.named(name, name, nil)
 	} else {
 		return nil, p.fail("invalid array descriptor %q", p.src[start:])
 	}
 	if err != nil {
 		return nil, p.fail("%v", err)
 	}
+	// The source names of the levels are prefixes of one string: no
+	// quadratic concatenation.
+	base := len(elem.name)
+	names := elem.name + strings.Repeat("[]", dims-1)
 	for i := 0; i < dims; i++ {
 		name := p.src[start:p.pos]
 		if i < dims-1 {
-			name = elem.name + "[]"
+			name = names[:base+2*i+2]
 		}
 		elem = p.enc.arrayOf(elem, name)
 	}
