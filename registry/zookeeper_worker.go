@@ -46,6 +46,8 @@ const (
 	nodeMapping              // data of /<root>/mapping/<interface>: the applications serving it
 	nodeApp                  // children of <services>/<app>: the application's instances
 	nodeInstance             // data of <services>/<app>/<instance>: one instance
+	nodeRoot                 // children of /<root>: the interfaces registered (the catalog)
+	nodeMappingRoot          // children of /<root>/mapping: the interfaces mapped to applications (the catalog)
 )
 
 const (
@@ -71,6 +73,7 @@ type zkWorker struct {
 	watches   map[string]*pathWatch // by path, also those of released nodes until they fire
 	consumers map[ServiceKey]*consumerNode
 	dirty     map[*ifaceState]struct{} // interfaces to publish again
+	cat       *catalogState            // nil until the catalog is first wanted
 
 	meta         map[metaKey]*metaEntry // instance metadata by instance and revision, bounded
 	metaInUse    int                    // entries of meta some live instance uses
@@ -251,6 +254,7 @@ func (w *zkWorker) clients() []*zkClient {
 func (w *zkWorker) step() {
 	w.syncSession()
 	w.syncSubscriptions()
+	w.syncCatalog()
 	if w.connected {
 		w.work()
 		now := time.Now()
@@ -260,6 +264,7 @@ func (w *zkWorker) step() {
 		w.fetchDue()
 	}
 	w.publishDirty()
+	w.publishCatalog()
 	w.collectOrphans()
 	w.publishStatus()
 	if w.hooks.stepped != nil {
@@ -702,6 +707,8 @@ func (w *zkWorker) take(pw *pathWatch, r opResult) {
 				w.setInstance(a, in, r.data, r.exists)
 			}
 		}
+	case nodeRoot, nodeMappingRoot:
+		w.takeListing(pw, r.children)
 	}
 }
 
