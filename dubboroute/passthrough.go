@@ -1,7 +1,9 @@
 package dubboroute
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,7 +21,10 @@ import (
 // {"types": [...], "args": [...], "version": "...", "group": "...", "attachments": {...}}.
 // Clients choose interface, version and group, so the services it reaches
 // are theirs to grow: it takes references from the registry's bounded
-// reference cache, never subscribes on its own.
+// reference cache (References.OnDemand), never subscribes on its own. A
+// name the registry knows nobody registered answers 503 NO_PROVIDER from
+// memory, and new subscriptions beyond the cache's per-second and total
+// limits answer 503 SUBSCRIBE_LIMITED.
 type passthrough struct {
 	exact    map[string]bool
 	prefixes []string
@@ -117,9 +122,23 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
 			return nil
 		},
 	}
-	ref := h.passthrough.refs.Get(registry.RefKey{
-		Service: registry.ServiceKey{Interface: iface, Group: body.Group, Version: body.Version}, Timeout: h.timeout})
-	if ref == nil { // the registry is being replaced by a reload
+	key := registry.ServiceKey{Interface: iface, Group: body.Group, Version: body.Version}
+	// Waiting for the registry's catalog (only while it is first read) is
+	// bounded by the call's timeout, as waiting for a directory is.
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	ref, err := h.passthrough.refs.OnDemand(ctx, registry.RefKey{Service: key, Timeout: h.timeout})
+	cancel()
+	switch {
+	case errors.Is(err, registry.ErrNotRegistered):
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider,
+			"no provider for "+key.String()+": nothing is registered under "+iface)
+		return
+	case err != nil:
+		w.Header().Set("Retry-After", "1")
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeSubscribeLimit,
+			"cannot subscribe to "+key.String()+" now: "+err.Error()+"; retry later")
+		return
+	case ref == nil: // the registry is being replaced by a reload
 		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, "the registry is closing; retry")
 		return
 	}
