@@ -53,6 +53,7 @@ func TestReferencesOnDemandPerSecond(t *testing.T) {
 	reg := staticOf(t, 20)
 	c := NewReferences(reg, 100, time.Hour)
 	defer c.Close()
+	c.SetLogger(testLogger(t))
 	now := time.Unix(1_000_000, 0)
 	c.now = func() time.Time { return now }
 	c.SetOnDemandLimits(OnDemandLimits{PerSecond: 5, Max: 100})
@@ -91,6 +92,7 @@ func TestReferencesOnDemandMax(t *testing.T) {
 	reg := staticOf(t, 10)
 	c := NewReferences(reg, 100, time.Hour)
 	defer c.Close()
+	c.SetLogger(testLogger(t))
 	c.SetOnDemandLimits(OnDemandLimits{PerSecond: 1000, Max: 3})
 	pinned := c.Pin(refKey(9))
 	if _, err := c.OnDemand(context.Background(), refKey(9)); err != nil {
