@@ -130,8 +130,9 @@ func (h *Handler) servePassthrough(w http.ResponseWriter, r *http.Request) {
 	cancel()
 	switch {
 	case errors.Is(err, registry.ErrNotRegistered):
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider,
-			"no provider for "+key.String()+": nothing is registered under "+iface)
+		// As for a subscribed service without provider: clients need not
+		// tell the two apart (dubbogw_references_refused_total does).
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, "no provider for "+key.String())
 		return
 	case err != nil:
 		w.Header().Set("Retry-After", "1")
