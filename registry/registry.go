@@ -73,7 +73,8 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 	// Subscriptions is the number of live directories (service keys).
 	Subscriptions int `json:"subscriptions"`
-	// Watches is the number of registry watches set for them.
+	// Watches is the number of registry watches set for them, and for
+	// the catalog of interfaces once it was asked (ZooKeeper: two).
 	Watches int `json:"watches"`
 	// OrphanWatches are watches still set for subscriptions already
 	// released (ZooKeeper: go-zookeeper cannot remove a watch from the
