@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -150,3 +151,61 @@ func (g *graceRegistry) Subscribe(key ServiceKey) *Directory { return g.dirs.Acq
 func (g *graceRegistry) Directories() []DirectoryStatus      { return g.dirs.Status() }
 func (g *graceRegistry) Status() Status                      { return Status{} }
 func (g *graceRegistry) Close() error                        { g.dirs.Close(); return nil }
+
+// TestReferencesOnDemandFailsOpen: while the catalog cannot tell, OnDemand
+// waits for it (bounded by ctx) and then subscribes as Get does; a
+// catalog read meanwhile decides.
+func TestReferencesOnDemandFailsOpen(t *testing.T) {
+	reg := &catalogRegistry{graceRegistry: graceRegistry{dirs: &Directories{}}, wait: make(chan struct{})}
+	c := NewReferences(reg, 100, time.Hour)
+	defer c.Close()
+
+	// Unreachable: nothing to wait for.
+	reg.set(PresenceUnknown, nil)
+	if r, err := c.OnDemand(context.Background(), refKey(1)); err != nil || r == nil {
+		t.Fatalf("unknown, unreachable: %v, %v", r, err)
+	}
+	// Being read, and the call's time runs out: subscribes.
+	reg.set(PresenceUnknown, reg.wait)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if r, err := c.OnDemand(ctx, refKey(2)); err != nil || r == nil {
+		t.Fatalf("unknown until the call's deadline: %v, %v", r, err)
+	}
+	// Being read, then known: its answer decides.
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.OnDemand(context.Background(), refKey(3))
+		done <- err
+	}()
+	reg.set(PresenceAbsent, nil)
+	close(reg.wait)
+	if err := <-done; !errors.Is(err, ErrNotRegistered) {
+		t.Fatalf("absent once read: %v", err)
+	}
+	if n := reg.dirs.Len(); n != 2 {
+		t.Errorf("%d directories, want the two subscribed while the catalog could not tell", n)
+	}
+}
+
+// catalogRegistry is a registry whose catalog says what the test sets.
+type catalogRegistry struct {
+	graceRegistry
+	wait chan struct{}
+
+	mu       sync.Mutex
+	presence Presence
+	waitOn   chan struct{}
+}
+
+func (c *catalogRegistry) set(p Presence, wait chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.presence, c.waitOn = p, wait
+}
+
+func (c *catalogRegistry) Lookup(string) (Presence, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.presence, c.waitOn
+}
