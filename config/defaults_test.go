@@ -149,7 +149,7 @@ registries:
     services_root: /g/services
     metadata: {timeout: 1s, concurrency: 2}
 dubbo:
-  references: {max: 64, idle_ttl: 1m}
+  references: {max: 64, idle_ttl: 1m, new_per_second: 20, max_subscriptions: 500}
   conns_per_addr: 2
   dial_timeout: 1s
   heartbeat: 30s
@@ -302,7 +302,7 @@ func TestParseFullConfig(t *testing.T) {
 				Metadata: RegistryMetadata{Timeout: Duration(time.Second), Concurrency: 2, Cache: DefaultMetadataCache}}},
 		Dubbo: DubboClient{ConnsPerAddr: 2, DialTimeout: Duration(time.Second), Heartbeat: Duration(30 * time.Second),
 			MaxPayload: 4 << 20, MaxPending: 500, Types: map[string]map[string]string{"com.example.demo.User": {"createdAt": "java.util.Date"}},
-			References: References{Max: 64, IdleTTL: Duration(time.Minute)}},
+			References: References{Max: 64, IdleTTL: Duration(time.Minute), NewPerSecond: 20, MaxSubscriptions: 500}},
 		Demo: Demo{HTTP: "127.0.0.1:18081", Dubbo: "127.0.0.1:20880"},
 		Tracing: Tracing{Endpoint: DefaultTracingEndpoint, SampleRatio: ptr(DefaultTracingSampleRatio),
 			ServiceName: DefaultTracingService, Timeout: DefaultTracingTimeout, MaxQueueSize: DefaultTracingQueueSize},

@@ -74,8 +74,16 @@ type References struct {
 	// Max references kept beyond those routes hold, least recently used
 	// evicted first. Default 1024.
 	Max int `yaml:"max"`
-	// IdleTTL evicts a reference unused for this long. Default 10m.
+	// IdleTTL evicts a reference unused for this long, and releases its
+	// subscription at once. Default 10m.
 	IdleTTL Duration `yaml:"idle_ttl"`
+	// NewPerSecond bounds the subscriptions the pass-through makes for
+	// services nobody else holds, per second (a burst of as many); beyond,
+	// calls answer 503 SUBSCRIBE_LIMITED. Default 100.
+	NewPerSecond int `yaml:"new_per_second"`
+	// MaxSubscriptions bounds the subscriptions made that way that are
+	// live at once (held, or waiting out release_after). Default 2048.
+	MaxSubscriptions int `yaml:"max_subscriptions"`
 }
 
 // DubboClient sets the Dubbo client shared by every Dubbo route.

@@ -46,6 +46,8 @@ const (
 	DefaultMetadataCache           = 1024
 	DefaultMaxReferences           = 1024
 	DefaultReferenceIdleTTL        = Duration(10 * time.Minute)
+	DefaultReferenceNewPerSecond   = 100
+	DefaultReferenceSubscriptions  = 2048
 )
 
 // DefaultDubboBodyBudget is a route's default max_body_bytes_in_flight:
@@ -82,6 +84,8 @@ func defaultDubbo(c *Config) {
 	setDefault(&d.MaxPending, DefaultDubboMaxPending)
 	setDefault(&d.References.Max, DefaultMaxReferences)
 	setDefault(&d.References.IdleTTL, DefaultReferenceIdleTTL)
+	setDefault(&d.References.NewPerSecond, DefaultReferenceNewPerSecond)
+	setDefault(&d.References.MaxSubscriptions, DefaultReferenceSubscriptions)
 	for _, reg := range c.Registries {
 		if reg == nil {
 			continue
@@ -211,6 +215,12 @@ func validateDubbo(ps *problems, c *Config) {
 	}
 	if d.References.Max < 1 {
 		ps.add("dubbo.references.max", 0, "must be at least 1, got %d", d.References.Max)
+	}
+	if d.References.NewPerSecond < 1 {
+		ps.add("dubbo.references.new_per_second", 0, "must be at least 1, got %d", d.References.NewPerSecond)
+	}
+	if d.References.MaxSubscriptions < 1 {
+		ps.add("dubbo.references.max_subscriptions", 0, "must be at least 1, got %d", d.References.MaxSubscriptions)
 	}
 	if c.Demo.Dubbo != "" {
 		if err := checkListenAddr(c.Demo.Dubbo); err != nil {

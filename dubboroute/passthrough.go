@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -25,9 +26,12 @@ import (
 // {"types": [...], "args": [...], "version": "...", "group": "...", "attachments": {...}}.
 // Clients choose interface, version and group, so the services it reaches
 // are theirs to grow: it takes references from the registry's bounded
-// reference cache, never subscribes on its own. They choose the parameter
-// types too, which are checked as "class" keys are (Encoder.ClientType),
-// and the attachments, which must be on the route's allow-list.
+// reference cache (References.OnDemand), never subscribes on its own. A
+// name the registry knows nobody registered answers 503 NO_PROVIDER from
+// memory, and new subscriptions beyond the cache's per-second and total
+// limits answer 503 SUBSCRIBE_LIMITED. They choose the parameter types
+// too, which are checked as "class" keys are (Encoder.ClientType), and the
+// attachments, which must be on the route's allow-list.
 type passthrough struct {
 	exact       map[string]bool
 	prefixes    []string
@@ -203,9 +207,22 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 			return nil
 		},
 	}
-	ref := h.passthrough.refs.Get(registry.RefKey{
-		Service: registry.ServiceKey{Interface: iface, Group: body.Group, Version: body.Version}, Timeout: h.timeout})
-	if ref == nil { // the registry is being replaced by a reload
+	key := registry.ServiceKey{Interface: iface, Group: body.Group, Version: body.Version}
+	// Waiting for the registry's catalog (only while it is first read) is
+	// bounded by the route's deadline (ctx), as waiting for a directory is.
+	ref, err := h.passthrough.refs.OnDemand(ctx, registry.RefKey{Service: key, Timeout: h.timeout})
+	switch {
+	case errors.Is(err, registry.ErrNotRegistered):
+		// As for a subscribed service without provider: clients need not
+		// tell the two apart (dubbogw_references_refused_total does).
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, "no provider for "+key.String())
+		return
+	case err != nil:
+		w.Header().Set("Retry-After", "1")
+		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeSubscribeLimit,
+			"cannot subscribe to "+key.String()+" now: "+err.Error()+"; retry later")
+		return
+	case ref == nil: // the registry is being replaced by a reload
 		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, "the registry is closing; retry")
 		return
 	}

@@ -26,6 +26,7 @@ const (
 	CodeOverloaded       = "UPSTREAM_OVERLOADED" // 503: the provider, or the connection to it, is at its limit
 	CodeDraining         = "DRAINING"            // 503
 	CodeAuthUnavailable  = "AUTH_UNAVAILABLE"    // 503: the token store cannot answer in time
+	CodeSubscribeLimit   = "SUBSCRIBE_LIMITED"   // 503: the pass-through may not subscribe to another new service now
 	CodeTimeout          = "TIMEOUT"             // 504
 	CodeClientClosed     = "CLIENT_CLOSED"       // 499 (logged only; nobody reads the answer)
 )

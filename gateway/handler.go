@@ -194,7 +194,8 @@ func outcome(info *exchange.Info) admission.Outcome {
 		o.Dropped = true
 	case exchange.CodeShed, exchange.CodeNoRoute, exchange.CodeMethodNotAllowed, exchange.CodeTooLarge,
 		exchange.CodeUnauthorized, exchange.CodeForbidden, exchange.CodeRateLimited, exchange.CodeAuthUnavailable,
-		exchange.CodeBadRequest, exchange.CodeNoProvider, exchange.CodeBreakerOpen, exchange.CodeNoHealthyTarget:
+		exchange.CodeBadRequest, exchange.CodeNoProvider, exchange.CodeBreakerOpen, exchange.CodeNoHealthyTarget,
+		exchange.CodeSubscribeLimit:
 		o.Skipped = true
 	}
 	return o

@@ -17,7 +17,8 @@ type registryCollector struct {
 	table *atomic.Pointer[table]
 
 	subscriptions, watches, references, providers, connected, degraded, registered,
-	reconnects, expiries, applications, instances, metadataFetches, metadataCached, metadataInFlight *prometheus.Desc
+	reconnects, expiries, applications, instances, metadataFetches, metadataCached, metadataInFlight,
+	refused, onDemand *prometheus.Desc
 }
 
 func newRegistryCollector(t *atomic.Pointer[table]) *registryCollector {
@@ -27,7 +28,7 @@ func newRegistryCollector(t *atomic.Pointer[table]) *registryCollector {
 		subscriptions: prometheus.NewDesc("dubbogw_registry_subscriptions",
 			"Live subscriptions (one per service key), including those waiting out release_after.", l, nil),
 		watches: prometheus.NewDesc("dubbogw_registry_watches",
-			"Registry watches set for the live subscriptions (ZooKeeper: paths watched).", l, nil),
+			"Registry watches set for the live subscriptions, and for the catalog of interfaces once the pass-through asked it (ZooKeeper: paths watched).", l, nil),
 		references: prometheus.NewDesc("dubbogw_references",
 			"Dubbo references (service key and call settings), pinned by routes or cached for the pass-through.", l, nil),
 		providers: prometheus.NewDesc("dubbogw_providers",
@@ -53,12 +54,18 @@ func newRegistryCollector(t *atomic.Pointer[table]) *registryCollector {
 			"Instance metadata entries cached (per instance and revision).", l, nil),
 		metadataInFlight: prometheus.NewDesc("dubbogw_registry_metadata_fetches_in_flight",
 			"Instance metadata fetches under way (at most the registry's metadata.concurrency).", l, nil),
+		refused: prometheus.NewDesc("dubbogw_references_refused_total",
+			"Pass-through calls answered without subscribing, by reason: not_registered (the registry lists nothing under the interface: 503 NO_PROVIDER from memory), rate or max (over dubbo.references.new_per_second or max_subscriptions: 503 SUBSCRIBE_LIMITED).",
+			[]string{"registry", "reason"}, nil),
+		onDemand: prometheus.NewDesc("dubbogw_references_on_demand_subscriptions",
+			"Subscriptions the pass-through made for services nobody else held, still live (bounded by dubbo.references.max_subscriptions).", l, nil),
 	}
 }
 
 func (c *registryCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.subscriptions, c.watches, c.references, c.providers, c.connected,
-		c.degraded, c.registered, c.reconnects, c.expiries, c.applications, c.instances, c.metadataFetches, c.metadataCached, c.metadataInFlight} {
+		c.degraded, c.registered, c.reconnects, c.expiries, c.applications, c.instances, c.metadataFetches, c.metadataCached, c.metadataInFlight,
+		c.refused, c.onDemand} {
 		ch <- d
 	}
 }
@@ -76,7 +83,13 @@ func (c *registryCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.subscriptions, float64(st.Subscriptions))
 		gauge(c.watches, float64(st.Watches))
-		gauge(c.references, float64(t.references[name].Len()))
+		refs := t.references[name]
+		gauge(c.references, float64(refs.Len()))
+		gauge(c.onDemand, float64(refs.OnDemandSubscriptions()))
+		refused := refs.Refusals()
+		for reason, n := range map[string]uint64{"not_registered": refused.NotRegistered, "rate": refused.Rate, "max": refused.Max} {
+			ch <- prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, float64(n), name, reason)
+		}
 		gauge(c.connected, b2f(st.State == "connected" || st.State == "static"))
 		gauge(c.degraded, b2f(st.Degraded))
 		gauge(c.registered, float64(st.Registered))

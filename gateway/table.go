@@ -163,14 +163,16 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		t.upstreams[name] = u
 	}
 
-	maxRefs, refIdle := cfg.Dubbo.References.Max, cfg.Dubbo.References.IdleTTL.D()
+	rc := cfg.Dubbo.References
+	onDemand := registry.OnDemandLimits{PerSecond: rc.NewPerSecond, Max: rc.MaxSubscriptions}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Registries)) {
 		rcfg := cfg.Registries[name]
 		if old != nil {
 			if prev, ok := old.registries[name]; ok && reflect.DeepEqual(old.cfg.Registries[name], rcfg) {
 				t.registries[name] = prev
 				t.references[name] = old.references[name]
-				t.references[name].SetLimits(maxRefs, refIdle)
+				t.references[name].SetLimits(rc.Max, rc.IdleTTL.D())
+				t.references[name].SetOnDemandLimits(onDemand)
 				continue
 			}
 		}
@@ -180,7 +182,10 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		}
 		createdRegs = append(createdRegs, name)
 		t.registries[name] = reg
-		t.references[name] = registry.NewReferences(reg, maxRefs, refIdle)
+		refs := registry.NewReferences(reg, rc.Max, rc.IdleTTL.D())
+		refs.SetOnDemandLimits(onDemand)
+		refs.SetLogger(d.log.With("registry", name))
+		t.references[name] = refs
 	}
 
 	specs := make([]router.Spec[*route], 0, len(cfg.Routes))

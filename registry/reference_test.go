@@ -129,7 +129,7 @@ func TestDirectoriesGrace(t *testing.T) {
 }
 
 func TestDirectoryState(t *testing.T) {
-	d := newDirectory(ServiceKey{Interface: "a.B"}, func(*Directory) {})
+	d := newDirectory(ServiceKey{Interface: "a.B"}, func(*Directory, bool) {})
 	if d.State() != DirPending {
 		t.Fatal(d.State())
 	}

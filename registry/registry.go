@@ -73,7 +73,8 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 	// Subscriptions is the number of live directories (service keys).
 	Subscriptions int `json:"subscriptions"`
-	// Watches is the number of registry watches set for them.
+	// Watches is the number of registry watches set for them, and for
+	// the catalog of interfaces once it was asked (ZooKeeper: two).
 	Watches int `json:"watches"`
 	// OrphanWatches are watches still set for subscriptions already
 	// released (ZooKeeper: go-zookeeper cannot remove a watch from the
@@ -154,12 +155,13 @@ type Directory struct {
 	origin    atomic.Pointer[map[string]ProviderOrigin] // by address, for the admin API
 	updated   atomic.Int64                              // unix nanoseconds of the last set
 	stale     atomic.Bool
+	dropped   atomic.Bool // the registry let it go: no longer updated
 	readyOnce sync.Once
 	ready     chan struct{}
-	release   func(*Directory)
+	release   func(d *Directory, now bool)
 }
 
-func newDirectory(key ServiceKey, release func(*Directory)) *Directory {
+func newDirectory(key ServiceKey, release func(*Directory, bool)) *Directory {
 	return &Directory{key: key, release: release, ready: make(chan struct{})}
 }
 
@@ -199,8 +201,19 @@ func (d *Directory) State() string {
 	return DirOK
 }
 
-// Release gives the caller's reference back.
-func (d *Directory) Release() { d.release(d) }
+// Release gives the caller's reference back. The subscription is kept
+// for the registry's grace period after its last holder, so that a holder
+// coming back (a reload keeping the service) finds it untouched.
+func (d *Directory) Release() { d.release(d, false) }
+
+// ReleaseNow gives the caller's reference back and, when it was the last,
+// lets the subscription go at once, without the grace period: for a
+// holder that knows nobody used it for long (an idle on-demand reference).
+func (d *Directory) ReleaseNow() { d.release(d, true) }
+
+// Live reports whether the registry still keeps the directory: false once
+// its subscription was released (a new Subscribe then makes another).
+func (d *Directory) Live() bool { return !d.dropped.Load() }
 
 // Set publishes a new snapshot (which the directory now owns) and marks
 // the directory current and ready.
@@ -282,7 +295,7 @@ func (s *Directories) Acquire(key ServiceKey) *Directory {
 	return d
 }
 
-func (s *Directories) release(d *Directory) {
+func (s *Directories) release(d *Directory, now bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.dirs[d.key]
@@ -292,7 +305,7 @@ func (s *Directories) release(d *Directory) {
 	if e.refs--; e.refs > 0 {
 		return
 	}
-	if s.Grace <= 0 || s.closed {
+	if now || s.Grace <= 0 || s.closed {
 		s.drop(e)
 		return
 	}
@@ -310,6 +323,7 @@ func (s *Directories) release(d *Directory) {
 // drop removes e; the lock is held.
 func (s *Directories) drop(e *dirEntry) {
 	delete(s.dirs, e.dir.key)
+	e.dir.dropped.Store(true)
 	if !s.closed && s.OnLast != nil {
 		s.OnLast(e.dir)
 	}

@@ -141,8 +141,12 @@ type ZooKeeper struct {
 
 	localHost   atomic.Pointer[string] // local host of the latest connection to ZooKeeper
 	unreachable atomic.Bool            // new directories are marked stale at once
-	closed      atomic.Bool
-	skipped     atomic.Uint64
+	// catalog is what the registry knows of the interfaces registered
+	// (zookeeper_catalog.go); catalogWanted starts reading it.
+	catalog       atomic.Pointer[zkCatalog]
+	catalogWanted atomic.Bool
+	closed        atomic.Bool
+	skipped       atomic.Uint64
 
 	// mu guards what the directory callbacks hand to the worker.
 	mu      sync.Mutex
@@ -295,6 +299,7 @@ func newZooKeeper(opts ZooKeeperOptions, hooks zkHooks) (*ZooKeeper, error) {
 		changed:      make(map[string]struct{}),
 		status:       Status{Type: "zookeeper", State: StateConnecting},
 	}
+	z.catalog.Store(newZKCatalog())
 	z.dirs.Grace = opts.Grace
 	z.dirs.OnFirst = z.onFirst
 	z.dirs.OnLast = z.onLast

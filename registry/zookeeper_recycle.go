@@ -96,7 +96,7 @@ func (w *zkWorker) recycle() {
 
 	if w.z.opts.Username != "" || w.z.opts.Password != "" {
 		cred := []byte(w.z.opts.Username + ":" + w.z.opts.Password)
-		r, ok := w.call(recycleOp{}, nil, 0, func() opResult { return opResult{err: next.conn.AddAuth("digest", cred)} })
+		r, ok := w.call(recycleOp{}, nil, 0, nil, func() opResult { return opResult{err: next.conn.AddAuth("digest", cred)} })
 		if err := recycleErr(r, ok); err != nil {
 			w.abandonRecycle("adding digest credentials: " + err.Error())
 			return
@@ -112,7 +112,7 @@ func (w *zkWorker) recycle() {
 		if !pw.live {
 			continue
 		}
-		r, ok := w.call(recycleOp{}, nil, 0, readOp(next.conn, pw.path, pw.kind, true))
+		r, ok := w.call(recycleOp{}, nil, 0, nil, readOp(next.conn, pw.path, pw.kind, true))
 		r.err = recycleErr(r, ok)
 		if isConnectionError(r.err) {
 			w.abandonRecycle(fmt.Sprintf("reading %s: %v", pw.path, r.err))
@@ -127,7 +127,7 @@ func (w *zkWorker) recycle() {
 			continue // not registered, or its node goes with the old session
 		}
 		path := c.path
-		r, ok := w.call(recycleOp{}, nil, 0, func() opResult { return opResult{err: createEphemeral(next.conn, path)} })
+		r, ok := w.call(recycleOp{}, nil, 0, nil, func() opResult { return opResult{err: createEphemeral(next.conn, path)} })
 		err := recycleErr(r, ok)
 		if isConnectionError(err) {
 			for m := range moved {
@@ -151,8 +151,9 @@ func (w *zkWorker) recycle() {
 	w.authed = true
 	w.recycles++
 	for _, pw := range w.watches {
-		pw.armed = false
+		pw.armed, pw.ch = false, nil
 		pw.token++
+		w.stopForward(pw)
 		w.forget(pw) // an orphan: gone with the old session
 	}
 	// Record every watch the readings set before taking any of them: a
@@ -161,7 +162,7 @@ func (w *zkWorker) recycle() {
 	for _, r := range readings {
 		if r.res.err == nil && r.res.watch != nil {
 			r.pw.armed = true
-			w.forwardWatch(r.pw, r.pw.token, r.res.watch)
+			w.forwardWatch(r.pw, r.res.watch)
 		}
 	}
 	for _, r := range readings {
@@ -233,17 +234,15 @@ func (w *zkWorker) closeClient(c *zkClient) {
 	}()
 }
 
-// forwardWatch hands the watch armed for pw as token to a helper that
-// reports its event on w.fired.
-func (w *zkWorker) forwardWatch(pw *pathWatch, token uint64, ch <-chan zk.Event) {
+// forwardWatch hands the watch just armed for pw to a helper that reports
+// its event on w.fired.
+func (w *zkWorker) forwardWatch(pw *pathWatch, ch <-chan zk.Event) {
 	if w.hooks.armed != nil {
 		w.hooks.armed(pw.path)
 	}
-	w.helpers.Add(1)
-	go func() {
-		defer w.helpers.Done()
-		w.forward(pw, token, ch)
-	}()
+	w.stopForward(pw)
+	pw.ch = ch
+	w.resumeForward(pw)
 }
 
 func (w *zkWorker) recycleHook(stage string, orphans int) {

@@ -35,8 +35,10 @@ import (
 // most once per WatchGC, make-before-break: it opens a second client, waits
 // for its session, arms the live interfaces' watches and lists them on it,
 // moves the consumer nodes to it, and only then switches to it and closes
-// the old client, whose session takes the orphans (and its client-side
-// channels and goroutines) with it. Directories keep their snapshots
+// the old client, whose session takes the orphans (and their client-side
+// channels) with it. An orphan holds no goroutine meanwhile: the helper
+// waiting for its event ends when the node is dropped, and one starts
+// again if the node is watched again before the watch fires. Directories keep their snapshots
 // throughout: nothing is marked stale, and a listing that did not change
 // publishes nothing.
 
@@ -47,6 +49,8 @@ const (
 	nodeMapping              // data of /<root>/mapping/<interface>: the applications serving it
 	nodeApp                  // children of <services>/<app>: the application's instances
 	nodeInstance             // data of <services>/<app>/<instance>: one instance
+	nodeRoot                 // children of /<root>: the interfaces registered (the catalog)
+	nodeMappingRoot          // children of /<root>/mapping: the interfaces mapped to applications (the catalog)
 )
 
 const (
@@ -72,6 +76,7 @@ type zkWorker struct {
 	watches   map[string]*pathWatch // by path, also those of released nodes until they fire
 	consumers map[ServiceKey]*consumerNode
 	dirty     map[*ifaceState]struct{} // interfaces to publish again
+	cat       *catalogState            // nil until the catalog is first wanted
 
 	meta         map[metaKey]*metaEntry // instance metadata by instance and revision, bounded
 	metaInUse    int                    // entries of meta some live instance uses
@@ -140,8 +145,14 @@ type pathWatch struct {
 	armed bool   // a watch is set (in the client in use and on the server)
 	busy  bool   // an operation on the path is in the client (still, if the worker gave up on it)
 	token uint64 // identifies the watch call armed last
-	need  bool   // the node must be read (again)
-	read  bool   // the node was read since the session was last (re)established
+	// ch is the armed watch's channel, and stop, while a helper forwards
+	// its event, closes to end that helper: a dropped node's watch stays
+	// set (go-zookeeper cannot remove it) but holds no goroutine; watching
+	// the node again starts a helper on ch again.
+	ch   <-chan zk.Event
+	stop chan struct{}
+	need bool // the node must be read (again)
+	read bool // the node was read since the session was last (re)established
 	// failed says the last read failed (it is retried at retry): a
 	// first publication does not wait for such a node.
 	failed bool
@@ -252,6 +263,7 @@ func (w *zkWorker) clients() []*zkClient {
 func (w *zkWorker) step() {
 	w.syncSession()
 	w.syncSubscriptions()
+	w.syncCatalog()
 	if w.connected {
 		w.work()
 		now := time.Now()
@@ -261,6 +273,7 @@ func (w *zkWorker) step() {
 		w.fetchDue()
 	}
 	w.publishDirty()
+	w.publishCatalog()
 	w.collectOrphans()
 	w.publishStatus()
 	if w.hooks.stepped != nil {
@@ -449,15 +462,40 @@ func (w *zkWorker) watch(path string, kind int, owner, child string) *pathWatch 
 	}
 	pw.kind, pw.owner, pw.child = kind, owner, child
 	pw.live, pw.need, pw.read, pw.retry = true, true, false, time.Time{}
-	w.z.poke() // read it, also when the worker is not in work (a recycle)
+	w.resumeForward(pw) // its watch, set before the node was dropped, may still fire
+	w.z.poke()          // read it, also when the worker is not in work (a recycle)
 	return pw
 }
 
 // unwatch drops a node nobody needs any more: its watch is no longer
-// re-armed (see pathWatch).
+// re-armed, and the helper forwarding its event ends (see pathWatch).
 func (w *zkWorker) unwatch(pw *pathWatch) {
 	pw.live, pw.need, pw.read = false, false, false
+	w.stopForward(pw)
 	w.forget(pw)
+}
+
+// stopForward ends the helper forwarding pw's watch event, if any.
+func (w *zkWorker) stopForward(pw *pathWatch) {
+	if pw.stop != nil {
+		close(pw.stop)
+		pw.stop = nil
+	}
+}
+
+// resumeForward starts a helper forwarding the event of pw's armed watch
+// when none does (it was stopped when the node was dropped).
+func (w *zkWorker) resumeForward(pw *pathWatch) {
+	if !pw.armed || pw.stop != nil || pw.ch == nil {
+		return
+	}
+	stop, token, ch := make(chan struct{}), pw.token, pw.ch
+	pw.stop = stop
+	w.helpers.Add(1)
+	go func() {
+		defer w.helpers.Done()
+		w.forward(pw, token, ch, stop)
+	}()
 }
 
 // dropIface stops watching a released interface.
@@ -609,7 +647,7 @@ func (w *zkWorker) authenticate() error {
 	}
 	conn, cred := w.client.conn, []byte(w.z.opts.Username+":"+w.z.opts.Password)
 	w.authBusy = true
-	r, ok := w.call(authOp{}, nil, 0, func() opResult { return opResult{err: conn.AddAuth("digest", cred)} })
+	r, ok := w.call(authOp{}, nil, 0, nil, func() opResult { return opResult{err: conn.AddAuth("digest", cred)} })
 	if !ok {
 		return fmt.Errorf("adding digest credentials: %w", errGaveUp)
 	}
@@ -625,12 +663,16 @@ func (w *zkWorker) authenticate() error {
 // not exist), arming its watch when none is set, and takes the result.
 func (w *zkWorker) read(pw *pathWatch) error {
 	conn, path, arm := w.client.conn, pw.path, !pw.armed
+	var stop chan struct{}
 	if arm {
 		pw.token++
+		w.stopForward(pw) // a helper still waiting for an invalidated watch's event
+		stop = make(chan struct{})
+		pw.stop = stop
 	}
 	token := pw.token
 	pw.busy = true
-	r, ok := w.call(pw, pw, token, readOp(conn, path, pw.kind, arm))
+	r, ok := w.call(pw, pw, token, stop, readOp(conn, path, pw.kind, arm))
 	if !ok {
 		return fmt.Errorf("reading %s: %w", path, errGaveUp)
 	}
@@ -703,6 +745,8 @@ func (w *zkWorker) take(pw *pathWatch, r opResult) {
 				w.setInstance(a, in, r.data, r.exists)
 			}
 		}
+	case nodeRoot, nodeMappingRoot:
+		w.takeListing(pw, r.children)
 	}
 }
 
@@ -787,7 +831,10 @@ func (w *zkWorker) adopt(pw *pathWatch, token uint64, r opResult) {
 	if r.watch == nil || token != pw.token {
 		return
 	}
-	pw.armed = true
+	pw.armed, pw.ch = true, r.watch
+	if pw.live {
+		w.resumeForward(pw) // dropped and watched again while the call was in the client
+	}
 	if w.hooks.armed != nil {
 		w.hooks.armed(pw.path)
 	}
@@ -796,9 +843,9 @@ func (w *zkWorker) adopt(pw *pathWatch, token uint64, r opResult) {
 // call runs op on a helper goroutine and waits at most Timeout for it.
 // When it gives up, the helper sends the result to w.late once op returns;
 // either way, a watch the operation set for pw (as token) is waited for by
-// the helper and reported on w.fired. Without pw, a watch the operation
-// set is the caller's to forward.
-func (w *zkWorker) call(target any, pw *pathWatch, token uint64, op func() opResult) (opResult, bool) {
+// the helper, until stop closes, and reported on w.fired. Without pw, a
+// watch the operation set is the caller's to forward.
+func (w *zkWorker) call(target any, pw *pathWatch, token uint64, stop chan struct{}, op func() opResult) (opResult, bool) {
 	select {
 	case <-w.z.quit:
 		return opResult{}, false // closing: start nothing more
@@ -817,7 +864,7 @@ func (w *zkWorker) call(target any, pw *pathWatch, token uint64, op func() opRes
 			}
 		}
 		if r.watch != nil && pw != nil {
-			w.forward(pw, token, r.watch)
+			w.forward(pw, token, r.watch, stop)
 		}
 	}()
 	timer := time.NewTimer(w.z.opts.Timeout)
@@ -831,8 +878,11 @@ func (w *zkWorker) call(target any, pw *pathWatch, token uint64, op func() opRes
 	return c.abandon()
 }
 
-// forward waits for a watch's one event and hands it to the worker.
-func (w *zkWorker) forward(pw *pathWatch, token uint64, ch <-chan zk.Event) {
+// forward waits for a watch's one event and hands it to the worker, unless
+// stop closes first. An event received is handed over whatever stop says:
+// the channel holds only one, and a helper started anew on it would wait
+// in vain.
+func (w *zkWorker) forward(pw *pathWatch, token uint64, ch <-chan zk.Event, stop <-chan struct{}) {
 	select {
 	case _, ok := <-ch:
 		if !ok {
@@ -842,6 +892,7 @@ func (w *zkWorker) forward(pw *pathWatch, token uint64, ch <-chan zk.Event) {
 		case w.fired <- firedWatch{watch: pw, token: token}:
 		case <-w.z.quit:
 		}
+	case <-stop:
 	case <-w.z.quit:
 	}
 }
@@ -906,7 +957,7 @@ func (w *zkWorker) onFired(f firedWatch) {
 	if f.token != pw.token || !pw.armed {
 		return // a watch no longer counted: replaced after a session expiry
 	}
-	pw.armed = false
+	pw.armed, pw.ch, pw.stop = false, nil, nil // its helper has ended
 	if w.hooks.fired != nil {
 		w.hooks.fired(pw.path)
 	}
@@ -1082,7 +1133,7 @@ func (w *zkWorker) createConsumer(c *consumerNode) error {
 	}
 	conn, path := w.client.conn, c.path
 	c.busy, c.creating = true, true
-	r, ok := w.call(c, nil, 0, func() opResult { return opResult{err: createEphemeral(conn, path)} })
+	r, ok := w.call(c, nil, 0, nil, func() opResult { return opResult{err: createEphemeral(conn, path)} })
 	if !ok {
 		return fmt.Errorf("registering consumer %s: %w", c.key, errGaveUp)
 	}
@@ -1098,7 +1149,7 @@ func (w *zkWorker) createConsumer(c *consumerNode) error {
 func (w *zkWorker) deleteConsumer(c *consumerNode) error {
 	conn, path := w.client.conn, c.path
 	c.busy, c.creating = true, false
-	r, ok := w.call(c, nil, 0, func() opResult {
+	r, ok := w.call(c, nil, 0, nil, func() opResult {
 		err := conn.Delete(path, -1)
 		if errors.Is(err, zk.ErrNoNode) {
 			err = nil

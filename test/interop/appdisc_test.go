@@ -511,10 +511,9 @@ func TestAppDiscZooKeeperRestart(t *testing.T) {
 
 // TestAppDiscUnknownInterfaces: with application-level discovery,
 // pass-through calls to interfaces nobody maps answer 503 NO_PROVIDER
-// each, watch one node each (the mapping node) while they are live, and
-// once released (references idle, subscriptions released, orphan watches
-// recycled) leave nothing behind: watches and goroutines back to where
-// they were.
+// from the registry's catalog (the children of the mapping node, one
+// watch for the whole registry): no subscription, no watch and no
+// goroutine per name, round after round.
 func TestAppDiscUnknownInterfaces(t *testing.T) {
 	zkAddr := appDiscZK(t)
 	group, _ := registryGroup(t, zkAddr, "unknown")
@@ -531,42 +530,26 @@ func TestAppDiscUnknownInterfaces(t *testing.T) {
 	g0 := settledGoroutines(0, 2*time.Second)
 
 	const names, rounds = 24, 3
-	var peak, peakSubs, peakWatches int
+	var peak int
 	for round := range rounds {
 		for i := range names {
-			iface := noSuchPackage + ".Service" + strconv.Itoa(i)
+			iface := noSuchPackage + ".Service" + strconv.Itoa(i+round*names)
 			wantError(http.StatusServiceUnavailable, "NO_PROVIDER", "passthrough", "no provider for "+iface)(
 				t, gw.do(t, "POST", "/dubbo/"+iface+"/hello", `{"types": ["java.lang.String"], "args": ["x"]}`))
 		}
-		// Live interfaces: the subscriptions (one service key each). The
-		// worker arms their watches (the mapping nodes') in the
-		// background: wait until it is done, then one each.
-		var r adminRegistry
-		waitFor(t, appDiscWait, "the unknown interfaces' watches", func() (bool, string) {
-			r = gw.admin(t).registry(t)
-			return r.Subscriptions == 1+names && r.Watches == base.Watches+names, fmt.Sprintf("%+v", r)
-		})
-		if r.OrphanWatches > names {
-			t.Errorf("round %d: registry %+v; more orphan watches than interfaces", round, r)
+		// The catalog's one watch (the mapping node's children) and
+		// nothing per name.
+		if r := gw.admin(t).registry(t); r.Subscriptions != base.Subscriptions || r.Watches != base.Watches+1 || r.OrphanWatches != 0 {
+			t.Errorf("round %d: registry %+v; want %d subscription(s) and %d watches (one more: the catalog's), no orphan",
+				round, r, base.Subscriptions, base.Watches+1)
 		}
 		peak = max(peak, runtime.NumGoroutine())
-		peakSubs, peakWatches = max(peakSubs, r.Subscriptions), max(peakWatches, r.Watches)
 	}
 	wantJSON(userJSON("2"))(t, gw.do(t, "GET", "/users/2", ""))
-	g1 := runtime.NumGoroutine()
-
-	waitFor(t, appDiscWait, "the unknown interfaces to be released and their watches recycled", func() (bool, string) {
-		r := gw.admin(t).registry(t)
-		return r.Subscriptions == base.Subscriptions && r.Watches == base.Watches && r.OrphanWatches == 0, fmt.Sprintf("%+v", r)
-	})
-	g2 := settledGoroutines(g0+5, 5*time.Second)
-	t.Logf("%d rounds of %d unknown interfaces: at most %d subscriptions and %d watches (%d and %d before); goroutines: %d before, %d at the peak, %d right after, %d once released",
-		rounds, names, peakSubs, peakWatches, base.Subscriptions, base.Watches, g0, peak, g1, g2)
-	if peak-g0 > names+10 {
-		t.Errorf("goroutines grew from %d to %d with %d live unknown interfaces", g0, peak, names)
-	}
-	if g2 > g0+5 {
-		t.Errorf("goroutines: %d once the unknown interfaces were released, %d before", g2, g0)
+	g1 := settledGoroutines(g0+5, 5*time.Second)
+	t.Logf("%d rounds of %d unknown interfaces: goroutines %d before, %d at the peak, %d after", rounds, names, g0, peak, g1)
+	if peak-g0 > 10 || g1 > g0+5 {
+		t.Errorf("goroutines: %d before, %d at the peak, %d after %d calls to unknown interfaces", g0, peak, g1, rounds*names)
 	}
 	wantJSON(userJSON("3"))(t, gw.do(t, "GET", "/users/3", ""))
 }

@@ -1,0 +1,125 @@
+package registry
+
+// This file is the registry's catalog: which interfaces are registered at
+// all, known from one child watch on the registry root (interface level:
+// /<root> lists the interfaces) and one on /<root>/mapping (application
+// level: a mapping node per interface), rather than from watches per
+// interface. The generic pass-through asks it before subscribing, so a
+// name nobody registered is answered from memory and costs no watch.
+//
+// The catalog is read only once somebody asks (the first Lookup), and kept
+// for the registry's life: a gateway without pass-through traffic for
+// unknown keys never sets these two watches.
+
+// zkCatalog is one published state of the catalog; Lookup reads it
+// without a lock. It is replaced, never changed.
+type zkCatalog struct {
+	// known: the listings the discovery mode needs were read on the
+	// current connection. Unknown answers PresenceUnknown.
+	known  bool
+	ifaces map[string]struct{} // children of /<root> (interface level)
+	mapped map[string]struct{} // children of /<root>/mapping (application level)
+	// changed is closed when a newer catalog replaces this one.
+	changed chan struct{}
+}
+
+func newZKCatalog() *zkCatalog { return &zkCatalog{changed: make(chan struct{})} }
+
+func (c *zkCatalog) has(iface string) bool {
+	if _, ok := c.ifaces[iface]; ok {
+		return true
+	}
+	_, ok := c.mapped[iface]
+	return ok
+}
+
+// Lookup says whether iface is registered: it has a node under the
+// registry root (interface-level discovery) or a mapping node
+// (application level). The first call starts reading the two listings;
+// until they are read on the current connection, and while ZooKeeper is
+// unreachable, the answer is PresenceUnknown (with a channel to wait on
+// while the listings are being read, nil while unreachable).
+func (z *ZooKeeper) Lookup(iface string) (Presence, <-chan struct{}) {
+	if !z.catalogWanted.Load() && z.catalogWanted.CompareAndSwap(false, true) {
+		z.poke()
+	}
+	c := z.catalog.Load()
+	switch {
+	case c.known && c.has(iface):
+		return PresencePresent, nil
+	case c.known:
+		return PresenceAbsent, nil
+	case z.unreachable.Load() || z.closed.Load():
+		return PresenceUnknown, nil
+	}
+	return PresenceUnknown, c.changed
+}
+
+// catalogState is the worker's side of the catalog.
+type catalogState struct {
+	root    *pathWatch // children of /<root>; nil without interface-level discovery
+	mapping *pathWatch // children of /<root>/mapping; nil without application level
+	ifaces  map[string]struct{}
+	mapped  map[string]struct{}
+	changed bool // a listing changed since the last publication
+	// published is what was published last: known, and whether the
+	// registry was unreachable then.
+	published struct{ known, unreachable bool }
+}
+
+// syncCatalog starts watching the listings once the catalog is wanted.
+func (w *zkWorker) syncCatalog() {
+	if w.cat != nil || !w.z.catalogWanted.Load() {
+		return
+	}
+	w.cat = &catalogState{}
+	if w.z.interfaceLevel() {
+		w.cat.root = w.watch(w.z.root, nodeRoot, "", "")
+	}
+	if w.z.applicationLevel() {
+		w.cat.mapping = w.watch(w.z.root+"/mapping", nodeMappingRoot, "", "")
+	}
+}
+
+// takeListing takes a listing of the registry root or of the mapping node.
+func (w *zkWorker) takeListing(pw *pathWatch, children []string) {
+	if w.cat == nil {
+		return
+	}
+	names := make(map[string]struct{}, len(children))
+	for _, c := range children {
+		names[c] = struct{}{}
+	}
+	if pw == w.cat.root {
+		w.cat.ifaces = names
+	} else {
+		w.cat.mapped = names
+	}
+	w.cat.changed = true
+}
+
+// publishCatalog publishes the catalog when a listing changed, or when it
+// became known or unknown (a connection lost, the registry found
+// unreachable), waking the lookups waiting for it.
+func (w *zkWorker) publishCatalog() {
+	c := w.cat
+	if c == nil {
+		return
+	}
+	known := w.connected
+	for _, pw := range []*pathWatch{c.root, c.mapping} {
+		if pw != nil && !pw.read {
+			known = false
+		}
+	}
+	unreachable := w.z.unreachable.Load()
+	if !c.changed && c.published.known == known && c.published.unreachable == unreachable {
+		return
+	}
+	c.changed = false
+	c.published.known, c.published.unreachable = known, unreachable
+	next := newZKCatalog()
+	next.known, next.ifaces, next.mapped = known, c.ifaces, c.mapped
+	prev := w.z.catalog.Swap(next)
+	close(prev.changed)
+}

@@ -1,0 +1,146 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/dubbogw/dubbogw/internal/testenv"
+)
+
+// lookupNow asks r about iface, waiting while the catalog is being read.
+func lookupNow(t *testing.T, r *testRegistry, iface string) Presence {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	return presence(ctx, r, iface)
+}
+
+// TestZooKeeperCatalog: the registry knows which interfaces exist from one
+// child watch on the root (interface level) and one on the mapping node
+// (application level): 10,000 names nobody registered are answered
+// "absent" from memory without a subscription or another watch; an
+// interface registered afterwards, at either level, is "present" as soon
+// as its listing changes; while ZooKeeper is down the answer is "unknown"
+// at once (callers then subscribe, as without a catalog), and known again
+// after it is back.
+func TestZooKeeperCatalog(t *testing.T) {
+	server := testenv.StartZooKeeper(t) // alone on it: every watch is the registry's
+	e := newZKEnv(t, server.Addr())
+	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{server.Addr()}, Root: e.group, Discovery: DiscoveryAuto,
+		SessionTimeout: 4 * time.Second, Timeout: time.Second})
+
+	// Neither /<root> nor /<root>/mapping exists yet: exists watches.
+	if p := lookupNow(t, r, "com.example.Nobody"); p != PresenceAbsent {
+		t.Fatalf("before anything is registered: %v", p)
+	}
+	for i := range 10_000 {
+		if p, _ := r.Lookup(fmt.Sprintf("com.example.Nobody%d", i)); p != PresenceAbsent {
+			t.Fatalf("name %d: %v", i, p)
+		}
+	}
+	if st, n := r.Status(), watchCount(t, server.Addr()); st.Subscriptions != 0 || st.Watches != 2 || n != 2 {
+		t.Fatalf("after 10,000 lookups: status %+v, ZooKeeper holds %d watches; want none but the 2 of the catalog", st, n)
+	}
+
+	// Interface level: the interface's node appears under the root.
+	e.addProvider(e.admin, "com.example.A", "10.0.0.1:20880", "", 0)
+	r.waitUntil(t, "com.example.A present", func() bool { p, _ := r.Lookup("com.example.A"); return p == PresencePresent })
+	// Application level: a mapping node appears.
+	e.ensure(e.root + "/mapping")
+	if _, err := e.admin.Create(e.root+"/mapping/com.example.B", []byte("app-b"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	r.waitUntil(t, "com.example.B present", func() bool { p, _ := r.Lookup("com.example.B"); return p == PresencePresent })
+	if p, _ := r.Lookup("com.example.Nobody"); p != PresenceAbsent {
+		t.Fatalf("still nobody: %v", p)
+	}
+	if st, n := r.Status(), watchCount(t, server.Addr()); st.Watches != 2 || n != 2 {
+		t.Fatalf("status %+v, ZooKeeper holds %d watches; want the catalog's 2 child watches", st, n)
+	}
+
+	// ZooKeeper down: unknown, and nothing to wait for.
+	server.Stop()
+	r.waitUntil(t, "unknown while ZooKeeper is down", func() bool {
+		p, wait := r.Lookup("com.example.Nobody")
+		return p == PresenceUnknown && wait == nil
+	})
+	server.Start()
+	r.waitUntil(t, "known again", func() bool { p, _ := r.Lookup("com.example.A"); return p == PresencePresent })
+	if p, _ := r.Lookup("com.example.Nobody"); p != PresenceAbsent {
+		t.Fatalf("nobody after ZooKeeper came back: %v", p)
+	}
+}
+
+// TestZooKeeperCatalogModes: each discovery mode reads the listing of its
+// layout only: one watch each, and an interface registered at the other
+// level alone is absent.
+func TestZooKeeperCatalogModes(t *testing.T) {
+	server := testenv.StartZooKeeper(t)
+	e := newZKEnv(t, server.Addr())
+	e.addProvider(e.admin, "com.example.Iface", "10.0.0.1:20880", "", 0)
+	e.ensure(e.root + "/mapping/com.example.App")
+	for _, tc := range []struct {
+		mode             string
+		iface, mappedApp Presence
+	}{
+		{DiscoveryInterface, PresencePresent, PresenceAbsent},
+		{DiscoveryApplication, PresenceAbsent, PresencePresent},
+	} {
+		r := startRegistry(t, ZooKeeperOptions{Addrs: []string{server.Addr()}, Root: e.group, Discovery: tc.mode})
+		if p := lookupNow(t, r, "com.example.Iface"); p != tc.iface {
+			t.Errorf("%s: an interface-level interface is %v", tc.mode, p)
+		}
+		if p := lookupNow(t, r, "com.example.App"); p != tc.mappedApp {
+			t.Errorf("%s: an application-level interface is %v", tc.mode, p)
+		}
+		if n := watchCount(t, server.Addr()); n != 1 {
+			t.Errorf("%s: ZooKeeper holds %d watches, want 1", tc.mode, n)
+		}
+		r.Close()
+		waitFor(t, "the closed session's watches gone", func() bool { return watchCount(t, server.Addr()) == 0 })
+	}
+}
+
+// TestZooKeeperDroppedWatchesHoldNoGoroutine: released interfaces' watches
+// stay on the server until a session recycle (go-zookeeper cannot remove
+// them), but the helpers that waited for their events end at once; an
+// interface subscribed again while its old watch is still set is
+// followed again through that watch.
+func TestZooKeeperDroppedWatchesHoldNoGoroutine(t *testing.T) {
+	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
+	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Grace: -1, WatchGC: -1})
+	probe := r.Subscribe(ServiceKey{Interface: "com.example.Probe"}) // the session and its goroutines are up
+	waitReady(t, probe)
+	defer probe.Release()
+	before := runtime.NumGoroutine()
+
+	const n = 200
+	for i := range n {
+		d := r.Subscribe(ServiceKey{Interface: fmt.Sprintf("com.example.Dropped%d", i)})
+		waitReady(t, d)
+		d.Release()
+	}
+	r.waitUntil(t, "every interface dropped", func() bool {
+		st := r.Status()
+		return st.Watches == 2 && st.OrphanWatches == 2*n
+	})
+	waitGoroutines(t, before+5)
+
+	// Watched again: its old providers watch (an exists watch, still set)
+	// tells when the node appears.
+	const again = "com.example.Dropped7"
+	d := r.Subscribe(ServiceKey{Interface: again})
+	defer d.Release()
+	waitReady(t, d)
+	r.waitUntil(t, "answered", func() bool { return d.State() == DirOK })
+	if n := r.armCount(e.nodePath(again, "providers")); n != 1 {
+		t.Fatalf("providers watch armed %d times: want once, the old one re-used", n)
+	}
+	e.addProvider(e.admin, again, "10.0.0.7:20880", "", 0)
+	r.waitUntil(t, "the provider seen through the resumed watch", func() bool { return len(d.Providers()) == 1 })
+}
