@@ -60,7 +60,9 @@ func classify(err error) cluster.Class {
 		ae *argError
 	)
 	switch {
-	case errors.As(err, &ae), errors.As(err, &be):
+	case errors.As(err, &ae), errors.As(err, &be), errors.Is(err, dubbo.ErrPayloadTooLarge):
+		// The request's fault (or the provider's answer): the same request
+		// fails on any provider, and says nothing about this one's health.
 		return cluster.Business
 	case errors.Is(err, context.Canceled):
 		return cluster.Canceled

@@ -341,6 +341,10 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &mbe):
 		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
 			fmt.Sprintf("request body exceeds the limit of %d bytes", mbe.Limit))
+	case errors.Is(err, dubbo.ErrPayloadTooLarge):
+		// The arguments encode to more than a provider accepts: never sent.
+		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
+			"the arguments encode to more than the provider's payload limit (dubbo.max_payload)")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, "the request body ended before its Content-Length")
 	case errors.As(err, &be):

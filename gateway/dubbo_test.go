@@ -548,3 +548,37 @@ routes:
 		t.Errorf("gateway not serving after hostile providers")
 	}
 }
+
+// TestDubboArgumentsOverPayload: arguments that encode to more than
+// dubbo.max_payload are the request's fault: 413, never sent, never
+// retried elsewhere, and never counted against the provider (a breaker
+// opening on the first failure stays closed).
+func TestDubboArgumentsOverPayload(t *testing.T) {
+	provider := startProvider(t)
+	tg := startGW(t, fmt.Sprintf(`
+dubbo: {max_payload: 1KiB}
+registries:
+  demo:
+    providers:
+      com.example.demo.UserService: [%q]
+routes:
+  - name: greet
+    match: {methods: [POST], path: /greet}
+    dubbo:
+      registry: demo
+      interface: com.example.demo.UserService
+      method: greet
+      breaker: {max_failures: 1, open_for: 1m}
+      params: [{type: java.lang.String, name: who}]
+`, provider))
+	big := `{"who":"` + strings.Repeat("x", 4096) + `"}`
+	for i := range 5 {
+		r := do(t, "POST", tg.base+"/greet", strings.NewReader(big))
+		if code, _, _, _ := errorBody(t, r); r.status != 413 || code != "PAYLOAD_TOO_LARGE" {
+			t.Fatalf("call %d over max_payload: %d %s", i, r.status, r.body)
+		}
+	}
+	if r := do(t, "POST", tg.base+"/greet", strings.NewReader(`{"who":"small"}`)); r.status != 200 || strings.TrimSpace(r.body) != `"Hello, small"` {
+		t.Errorf("a call within max_payload after the refused ones: %d %s", r.status, r.body)
+	}
+}

@@ -348,7 +348,7 @@ server:
 			t.Errorf("client %d: %v after %s", i, a.err, a.took)
 		case a.status == 503 && a.code == "SHED":
 			shed++
-		case a.status == 400 || a.status == 504:
+		case a.status == 400 || a.status == 413 || a.status == 504:
 		default:
 			t.Errorf("client %d: %d %s", i, a.status, a.code)
 		}
