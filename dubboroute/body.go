@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
-	"time"
 )
 
 // errBudget: taking the request's body would put the route over its
@@ -77,24 +76,4 @@ func (h *Handler) readBody(r *http.Request) (body []byte, held int64, err error)
 			return nil, held, fmt.Errorf("reading the request body: %w", err)
 		}
 	}
-}
-
-// logLimiter lets at most one log line a second through, and counts the
-// lines it held back, so that a client sending bad requests in a loop
-// cannot flood the log.
-type logLimiter struct {
-	last       atomic.Int64 // unix nanoseconds of the last line let through
-	suppressed atomic.Int64
-}
-
-// allow reports whether a line may be logged now, and how many were held
-// back since the last one.
-func (l *logLimiter) allow() (bool, int64) {
-	now := time.Now().UnixNano()
-	last := l.last.Load()
-	if now-last < int64(time.Second) || !l.last.CompareAndSwap(last, now) {
-		l.suppressed.Add(1)
-		return false, 0
-	}
-	return true, l.suppressed.Swap(0)
 }

@@ -64,19 +64,3 @@ func TestReadBodyTakesFromTheBudget(t *testing.T) {
 		t.Errorf("no body: %q %d %v", b, held, err)
 	}
 }
-
-func TestLogLimiter(t *testing.T) {
-	var l logLimiter
-	if ok, _ := l.allow(); !ok {
-		t.Fatal("the first line was held back")
-	}
-	for range 5 {
-		if ok, _ := l.allow(); ok {
-			t.Fatal("a second line within the second went through")
-		}
-	}
-	l.last.Store(l.last.Load() - 2e9) // two seconds later
-	if ok, suppressed := l.allow(); !ok || suppressed != 5 {
-		t.Errorf("after a second: %v, %d suppressed, want true, 5", ok, suppressed)
-	}
-}

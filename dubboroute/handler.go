@@ -25,6 +25,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
+	"github.com/dubbogw/dubbogw/observe"
 	"github.com/dubbogw/dubbogw/registry"
 )
 
@@ -59,8 +60,8 @@ type Handler struct {
 	timeout  time.Duration
 	tracer   trace.Tracer // nil: no spans
 	budget   bodyBudget
-	refusals logLimiter // bounds the log lines about refused requests
-	failures logLimiter // and about failed calls
+	refusals observe.LogSampler // bounds the log lines about refused requests
+	failures observe.LogSampler // and about failed calls
 
 	// A method route:
 	refs       *registry.References
@@ -385,7 +386,7 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 // detail logs err in full and returns what the client is told: brief,
 // unless the route asks for detailed errors.
 func (h *Handler) detail(r *http.Request, err error, brief string) string {
-	if ok, suppressed := h.failures.allow(); ok {
+	if ok, suppressed := h.failures.Allow(time.Now()); ok {
 		h.log.Warn("dubbo call failed", "route", h.route, "request_id", requestID(r), "error", err.Error(), "suppressed", suppressed)
 	}
 	if h.cfg.DetailedErrors {
@@ -396,7 +397,7 @@ func (h *Handler) detail(r *http.Request, err error, brief string) string {
 
 // refuse logs a refused request, at most about once a second per route.
 func (h *Handler) refuse(r *http.Request, reason string) {
-	if ok, suppressed := h.refusals.allow(); ok {
+	if ok, suppressed := h.refusals.Allow(time.Now()); ok {
 		h.log.Warn("refused a request to a dubbo route", "route", h.route, "request_id", requestID(r), "reason", reason, "suppressed", suppressed)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/dubbogw/dubbogw/adminui"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/observe"
 )
 
 // adminAccess decides who the admin listener answers. It is built from
@@ -176,13 +177,8 @@ type adminGuard struct {
 	next    http.Handler
 	refused *prometheus.CounterVec
 	log     *slog.Logger
-	logged  atomic.Int64 // Unix nanoseconds of the last refusal logged
-	quiet   atomic.Int64 // refusals not logged since
+	logs    observe.LogSampler // refusals are logged at most once a second
 }
-
-// refusalLogEvery spaces the log lines of refused admin requests: a
-// client sending thousands cannot flood the log.
-const refusalLogEvery = time.Second
 
 func (g *adminGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/livez" || r.URL.Path == "/readyz" {
@@ -217,17 +213,13 @@ func (g *adminGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuse answers r with the gateway's JSON error, counts it and logs it
-// (at most once per refusalLogEvery, with how many went unlogged).
+// (at most once a second, with how many went unlogged).
 func (g *adminGuard) refuse(w http.ResponseWriter, r *http.Request, reason string, status int, code, msg string) {
 	g.refused.WithLabelValues(reason).Inc()
-	now := time.Now().UnixNano()
-	last := g.logged.Load()
-	if now-last < int64(refusalLogEvery) || !g.logged.CompareAndSwap(last, now) {
-		g.quiet.Add(1)
-	} else {
+	if ok, unlogged := g.logs.Allow(time.Now()); ok {
 		g.log.Warn("admin request refused", "reason", reason, "status", status, "method", r.Method,
 			"path", truncate(r.URL.Path, 200), "host", truncate(r.Host, 200), "remote", r.RemoteAddr,
-			"unlogged_since_last", g.quiet.Swap(0))
+			"unlogged_since_last", unlogged)
 	}
 	exchange.WriteError(w, r, status, code, msg)
 }

@@ -3,7 +3,6 @@ package gateway
 import (
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -364,7 +363,7 @@ func withoutMatrix(p string) string {
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, info *exchange.Info, message string) {
 	g.metrics.edge.pathRefused.Inc()
 	exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, message)
-	if ok, dropped := g.edgeLog.allow(time.Now()); ok {
+	if ok, dropped := g.edgeLog.Allow(time.Now()); ok {
 		g.log.Warn("request refused at the edge", "reason", message, "request_id", info.RequestID,
 			"client", info.ClientIP.String(), "uri", truncate(r.RequestURI, 256), "not_logged_before", dropped)
 	}
@@ -374,7 +373,7 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, info *exchange.
 // proxy's X-Forwarded-For with a malformed hop.
 func (g *Gateway) noteUnknownClient(r *http.Request, info *exchange.Info) {
 	g.metrics.edge.forwardedUnknown.Inc()
-	if ok, dropped := g.edgeLog.allow(time.Now()); ok {
+	if ok, dropped := g.edgeLog.Allow(time.Now()); ok {
 		g.log.Warn("malformed X-Forwarded-For from a trusted proxy: the client is unknown", "request_id", info.RequestID,
 			"peer", r.RemoteAddr, "x_forwarded_for", truncate(strings.Join(r.Header.Values("X-Forwarded-For"), ", "), 256),
 			"not_logged_before", dropped)
@@ -386,21 +385,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// sampledLog lets one log line through per second.
-type sampledLog struct {
-	next    atomic.Int64 // unix nanoseconds before which lines are dropped
-	dropped atomic.Int64 // lines dropped since the last one written
-}
-
-// allow reports whether a line may be written now, and how many were
-// dropped since the last one.
-func (s *sampledLog) allow(now time.Time) (bool, int64) {
-	next := s.next.Load()
-	if now.UnixNano() < next || !s.next.CompareAndSwap(next, now.Add(time.Second).UnixNano()) {
-		s.dropped.Add(1)
-		return false, 0
-	}
-	return true, s.dropped.Swap(0)
 }

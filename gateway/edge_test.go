@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -142,23 +141,6 @@ func TestTrimHostDots(t *testing.T) {
 		if got := trimHostDots(in); got != want {
 			t.Errorf("trimHostDots(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-func TestSampledLog(t *testing.T) {
-	var s sampledLog
-	t0 := time.Unix(1000, 0)
-	if ok, _ := s.allow(t0); !ok {
-		t.Fatal("first line refused")
-	}
-	for i := 0; i < 100; i++ {
-		if ok, _ := s.allow(t0.Add(time.Duration(i) * 5 * time.Millisecond)); ok {
-			t.Fatalf("line %d within the second let through", i)
-		}
-	}
-	ok, dropped := s.allow(t0.Add(time.Second))
-	if !ok || dropped != 100 {
-		t.Fatalf("after a second: %v, %d dropped; want true, 100", ok, dropped)
 	}
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
 	"github.com/dubbogw/dubbogw/filter/accesslog"
+	"github.com/dubbogw/dubbogw/observe"
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/redisclient"
 	"github.com/dubbogw/dubbogw/tracing"
@@ -78,8 +79,8 @@ type Gateway struct {
 	dubbo                 *dubbo.Client
 	dataLn, adminLn       net.Listener
 	hijacked              connSet
-	conns                 connStates // the data plane's connections, for the drain
-	edgeLog               sampledLog // bounds the log lines of refused requests
+	conns                 connStates         // the data plane's connections, for the drain
+	edgeLog               observe.LogSampler // bounds the log lines of refused requests
 	startCfg              *config.Config
 }
 
