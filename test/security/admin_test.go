@@ -2,12 +2,10 @@ package security
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,9 +16,7 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/config"
-	"github.com/dubbogw/dubbogw/gateway"
 	"github.com/dubbogw/dubbogw/internal/testenv"
-	"github.com/dubbogw/dubbogw/observe"
 )
 
 // adminAttacks: see index_test.go.
@@ -524,32 +520,4 @@ func startAdmin(t *testing.T, admin, yamlText string) *gw {
 	}
 	base := strings.Replace(baseYAML, listen, listen+"  "+admin+"\n", 1)
 	return startGatewayFile(t, filepath.Join(t.TempDir(), "gw.yaml"), base+yamlText)
-}
-
-// startGatewayFile is startGateway on a file the test can rewrite: path
-// holds yamlText (the whole configuration) at start.
-func startGatewayFile(t *testing.T, path, yamlText string) *gw {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(yamlText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logs := &lockedBuffer{}
-	reg := observe.NewRegistry()
-	g, err := gateway.New(gateway.Options{
-		Load:     func() (*config.Config, error) { return config.Load(path) },
-		Logger:   slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Registry: reg,
-	})
-	if err != nil {
-		t.Fatalf("gateway.New: %v", err)
-	}
-	if err := g.Start(context.Background()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = g.Shutdown(ctx)
-	})
-	return &gw{Gateway: g, addr: g.Addr(), admin: g.AdminAddr(), base: "http://" + g.Addr(), reg: reg, logs: logs}
 }

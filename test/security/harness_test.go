@@ -51,8 +51,14 @@ type gw struct {
 // when the test ends.
 func startGateway(t *testing.T, yamlText string) *gw {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "gw.yaml")
-	if err := os.WriteFile(path, []byte(baseYAML+yamlText), 0o644); err != nil {
+	return startGatewayFile(t, filepath.Join(t.TempDir(), "gw.yaml"), baseYAML+yamlText)
+}
+
+// startGatewayFile is startGateway on a file the test can rewrite: path
+// holds yamlText (the whole configuration) at start.
+func startGatewayFile(t *testing.T, path, yamlText string) *gw {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(yamlText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logs := &lockedBuffer{}
