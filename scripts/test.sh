@@ -131,6 +131,8 @@ go test -race -count=1 -timeout 15m $short ./...
 # detector (it slows everything 5-10x); they run here without it.
 log "timed load tests (no race detector): seed incident 003, no lockout by a token flood or a Redis outage"
 go test -count=1 -timeout 10m $short -run 'TestSeedIncident003|TestNoLockout' ./gateway/
+log "timed load tests (no race detector): SIGTERM under load, 20 drains in a row"
+DUBBOGW_DRAIN_RUNS=20 go test -count=1 -timeout 10m $short -run 'TestSIGTERMDrainsUnderLoad' ./cmd/dubbogw/
 
 log "interop module (test/interop): vet, staticcheck, race tests, one pass of each benchmark"
 (
