@@ -127,10 +127,15 @@ go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 log "go test -race"
 go test -race -count=1 -timeout 15m $short ./...
 
-# Tests that measure time under load skip themselves under the race
-# detector (it slows everything 5-10x); they run here without it.
-log "timed load tests (no race detector): seed incident 003, no lockout by a token flood or a Redis outage"
-go test -count=1 -timeout 10m $short -run 'TestSeedIncident003|TestNoLockout' ./gateway/
+# Tests that measure time under load, or allocations, skip themselves (or
+# those checks) under the race detector (it slows everything 5-10x and
+# makes sync.Pool drop items); they run here without it, one package at a
+# time.
+log "timed load tests (no race detector): seed incident 003, no lockout by a token flood or a Redis outage, absent interfaces"
+go test -count=1 -timeout 10m $short -run 'TestSeedIncident003|TestNoLockout|TestPassthroughAbsentInterfaces' ./gateway/
+log "allocation checks (no race detector)"
+go test -count=1 -timeout 5m $short -run 'TestSelectAllocatesNothing|TestInvokeAllocations' ./cluster/
+go test -count=1 -timeout 5m $short -run 'Hostile' ./hessian/
 log "timed load tests (no race detector): SIGTERM under load, 20 drains in a row"
 DUBBOGW_DRAIN_RUNS=20 go test -count=1 -timeout 10m $short -run 'TestSIGTERMDrainsUnderLoad' ./cmd/dubbogw/
 
