@@ -13,6 +13,9 @@ const (
 	DefaultMaxHeaderBytes    = ByteSize(64 << 10)
 	DefaultMaxBodyBytes      = ByteSize(8 << 20)
 	DefaultMaxInFlight       = 10000
+	DefaultBodyGrace         = Duration(10 * time.Second)
+	DefaultMinBodyRate       = ByteSize(1 << 10)
+	DefaultWriteTimeout      = Duration(30 * time.Second)
 	DefaultShutdownDelay     = Duration(3 * time.Second)
 	DefaultDrainTimeout      = Duration(30 * time.Second)
 	DefaultReloadInterval    = Duration(2 * time.Second)
@@ -66,6 +69,9 @@ func Defaults(c *Config) {
 	setDefault(&s.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefaultPtr(&s.MaxInFlight, DefaultMaxInFlight)
 	setDefaultPtr(&s.H2C, true)
+	setDefault(&s.BodyGrace, DefaultBodyGrace)
+	setDefaultPtr(&s.MinBodyRate, DefaultMinBodyRate)
+	setDefault(&s.WriteTimeout, DefaultWriteTimeout)
 
 	setDefaultPtr(&c.Shutdown.Delay, DefaultShutdownDelay)
 	setDefault(&c.Shutdown.DrainTimeout, DefaultDrainTimeout)

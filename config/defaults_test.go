@@ -25,6 +25,9 @@ server:
   max_in_flight: 0
   trusted_proxies: ["10.0.0.0/8", "192.0.2.7", "::1"]
   h2c: false
+  body_grace: 5s
+  min_body_rate: 0
+  write_timeout: 20s
 shutdown:
   delay: 1s
   drain_timeout: 10s
@@ -179,6 +182,10 @@ func TestParseFullConfig(t *testing.T) {
 			MaxInFlight:       ptr(0),
 			TrustedProxies:    []string{"10.0.0.0/8", "192.0.2.7", "::1"},
 			H2C:               ptr(false),
+
+			BodyGrace:    Duration(5 * time.Second),
+			MinBodyRate:  ptr(ByteSize(0)),
+			WriteTimeout: Duration(20 * time.Second),
 		},
 		Shutdown:  Shutdown{Delay: ptr(Duration(time.Second)), DrainTimeout: Duration(10 * time.Second)},
 		Reload:    Reload{Watch: true, Interval: Duration(500 * time.Millisecond)},

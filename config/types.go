@@ -73,6 +73,20 @@ type Server struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	// H2C serves HTTP/2 without TLS (prior knowledge) beside HTTP/1.1. Default true.
 	H2C *bool `yaml:"h2c"`
+	// BodyGrace is the time a request body may take before MinBodyRate
+	// applies: a body of n bytes must be complete within body_grace +
+	// n/min_body_rate of the request's start, and never later than the
+	// route's timeout (or body_grace, when that is longer); beyond, 408.
+	// Default 10s, as read_header_timeout.
+	BodyGrace Duration `yaml:"body_grace"`
+	// MinBodyRate is the average rate, in bytes per second, a request body
+	// must keep after BodyGrace. 0 = none (the route's timeout alone bounds
+	// the body). Default 1KiB. A pointer so that an explicit 0 survives Defaults.
+	MinBodyRate *ByteSize `yaml:"min_body_rate"`
+	// WriteTimeout bounds each write of a response to the client: a client
+	// that reads nothing for this long is cut off and its slot freed.
+	// Default 30s.
+	WriteTimeout Duration `yaml:"write_timeout"`
 }
 
 // Shutdown sets the drain sequence run on SIGTERM/SIGINT.

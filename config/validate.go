@@ -75,6 +75,8 @@ func validate(c *Config) problems {
 	if s.MaxInFlight != nil && *s.MaxInFlight < 0 {
 		ps.add("server.max_in_flight", 0, "must be 0 (no limit) or more, got %d", *s.MaxInFlight)
 	}
+	check("server.body_grace", positive(s.BodyGrace))
+	check("server.write_timeout", positive(s.WriteTimeout))
 	for i, p := range s.TrustedProxies {
 		if _, err := exchange.ParsePrefix(p); err != nil {
 			ps.add(indexPath("server.trusted_proxies", i), 0, "%q is not an IP address or CIDR", p)

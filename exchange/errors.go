@@ -14,6 +14,7 @@ const (
 	CodeForbidden        = "FORBIDDEN"           // 403
 	CodeNoRoute          = "NO_ROUTE"            // 404
 	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"  // 405
+	CodeRequestTimeout   = "REQUEST_TIMEOUT"     // 408: the request body did not arrive in time
 	CodeTooLarge         = "PAYLOAD_TOO_LARGE"   // 413
 	CodeRateLimited      = "RATE_LIMITED"        // 429
 	CodeInternal         = "INTERNAL"            // 500

@@ -76,6 +76,7 @@ type Gateway struct {
 	dataLn, adminLn       net.Listener
 	hijacked              connSet
 	startCfg              *config.Config
+	writeTimeout          time.Duration // server.write_timeout, fixed at Start
 }
 
 // New loads the configuration and builds the first route table. Nothing
@@ -238,9 +239,11 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if cfg.Server.H2C == nil || *cfg.Server.H2C {
 		protocols.SetUnencryptedHTTP2(true)
 	}
+	g.writeTimeout = cfg.Server.WriteTimeout.D()
 	g.data = &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.D(),
+		WriteTimeout:      g.writeTimeout, // renewed by each write (recorder.armWrite)
 		IdleTimeout:       cfg.Server.IdleTimeout.D(),
 		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
 		Protocols:         protocols,
@@ -378,6 +381,9 @@ func restartOnly(old, cfg *config.Config) []string {
 	if old.Server.ReadHeaderTimeout != cfg.Server.ReadHeaderTimeout || old.Server.IdleTimeout != cfg.Server.IdleTimeout ||
 		old.Server.MaxHeaderBytes != cfg.Server.MaxHeaderBytes || !sameBool(old.Server.H2C, cfg.Server.H2C) {
 		out = append(out, "server (timeouts, max_header_bytes, h2c)")
+	}
+	if old.Server.WriteTimeout != cfg.Server.WriteTimeout {
+		out = append(out, "server.write_timeout")
 	}
 	if old.Reload != cfg.Reload {
 		out = append(out, "reload")

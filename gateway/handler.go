@@ -3,7 +3,6 @@ package gateway
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"path"
@@ -30,6 +29,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// One allocation for the request's state and its response recorder.
 	st := &requestState{info: exchange.Info{Start: start}, rec: recorder{ResponseWriter: w, upgraded: &g.hijacked}}
 	info, rec := &st.info, &st.rec
+	if conn, ok := w.(deadliner); ok {
+		// http.Server's WriteTimeout set the first write deadline as the
+		// request came in; writes renew it (see armWrite).
+		rec.conn, rec.writeTimeout, rec.renewAt = conn, g.writeTimeout, start.Add(g.writeTimeout/4)
+	}
 	info.PathParams = st.params[:0]
 	info.RequestID = requestid.Pick(r.Header.Get(t.reqIDHeader), t.trustReqID)
 	r.Header.Set(t.reqIDHeader, info.RequestID)
@@ -68,7 +72,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.metrics.errorCounter(info.ErrorCode).Inc()
 	}
 	var bytesIn int64
-	if body, ok := r.Body.(*limitedBody); ok {
+	if body, ok := r.Body.(*requestBody); ok {
 		bytesIn = body.n
 	}
 	g.accessLog.Load().Log(r.Context(), &accesslog.Entry{
@@ -143,7 +147,7 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 		return rt.metrics
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = &limitedBody{rc: r.Body, left: rt.maxBody, limit: rt.maxBody}
+		r.Body = newRequestBody(r, w.conn, rt.maxBody, info.Start, rt.bodyTimeout, t.bodyGrace, t.minBodyRate, g.metrics.bodyErrorCounters)
 	}
 	g.runRoute(rt, w, r)
 	return rt.metrics
@@ -212,19 +216,40 @@ type requestState struct {
 	params [4]exchange.PathParam // backs info.PathParams
 }
 
-// recorder notes the status and the bytes written, for metrics and the access log.
+// recorder notes the status and the bytes written, for metrics and the
+// access log, and keeps the response's write deadline moving.
 type recorder struct {
 	http.ResponseWriter
 	status   int
 	bytes    int64
 	hijacked bool
 	upgraded *connSet // where hijacked connections are tracked for the drain
+
+	conn         deadliner     // the request's connection or stream; nil when not served by an http.Server
+	writeTimeout time.Duration // server.write_timeout; 0: no deadline to renew
+	renewAt      time.Time     // when the write deadline is next renewed
+}
+
+// armWrite renews the write deadline before a write once a quarter of
+// write_timeout has passed since it was set, so that every write has at
+// least three quarters of it (a long or late response is not cut), while
+// a client that reads nothing blocks a write, and holds its slot, no
+// longer than write_timeout. Most responses renew it never.
+func (w *recorder) armWrite() {
+	if w.writeTimeout == 0 || w.conn == nil {
+		return
+	}
+	if now := time.Now(); !now.Before(w.renewAt) {
+		_ = w.conn.SetWriteDeadline(now.Add(w.writeTimeout))
+		w.renewAt = now.Add(w.writeTimeout / 4)
+	}
 }
 
 func (w *recorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 	}
+	w.armWrite()
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -232,6 +257,7 @@ func (w *recorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.armWrite()
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
 	return n, err
@@ -242,6 +268,7 @@ func (w *recorder) Flush() {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.armWrite()
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
@@ -252,39 +279,10 @@ func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	w.hijacked = true
+	w.conn = nil // net/http cleared the connection's deadlines: it is the hijacker's
 	w.status = http.StatusSwitchingProtocols
 	return w.upgraded.add(c), brw, nil
 }
 
 // Unwrap exposes the underlying writer to http.ResponseController.
 func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// limitedBody counts request body bytes and fails past the route's limit with
-// *http.MaxBytesError, which the upstream turns into a 413.
-type limitedBody struct {
-	rc    io.ReadCloser
-	n     int64
-	left  int64
-	limit int64
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// Probe one byte: a body of exactly the limit is fine.
-		var one [1]byte
-		n, err := b.rc.Read(one[:])
-		if n > 0 {
-			return 0, &http.MaxBytesError{Limit: b.limit}
-		}
-		return 0, err
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.n += int64(n)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.rc.Close() }

@@ -20,6 +20,10 @@ type metrics struct {
 	reloadOK      prometheus.Gauge         // dubbogw_config_last_reload_successful
 	routes        prometheus.Gauge         // dubbogw_routes
 	errorCounters sync.Map                 // code → prometheus.Counter, a few entries
+
+	// The edge: what clients do to the gateway's listener.
+	bodyErrors        *prometheus.CounterVec // dubbogw_request_body_errors_total{reason}
+	bodyErrorCounters *bodyErrorCounters     // its children, by exchange.BodyErrorKind
 }
 
 // noRoute labels requests that matched no route.
@@ -61,6 +65,12 @@ func newMetrics(reg prometheus.Registerer, ready func() float64) *metrics {
 			Help: "Routes in the active route table.",
 		}),
 	}
+	m.bodyErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dubbogw_request_body_errors_total",
+		Help: "Request bodies the client failed to deliver, by reason (malformed, truncated, too_slow, timeout, aborted).",
+	}, []string{"reason"})
+	m.bodyErrorCounters = newBodyErrorCounters(m.bodyErrors)
+	reg.MustRegister(m.bodyErrors)
 	reg.MustRegister(m.requests, m.duration, m.errors, m.panics, m.reloads, m.reloadTime, m.reloadOK, m.routes,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "dubbogw_ready",

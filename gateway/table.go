@@ -51,6 +51,10 @@ type route struct {
 	closers  []func()            // filters holding goroutines (auth renewals)
 	limiter  admission.Limiter   // the route's in-flight limit; nil: none
 	pattern  string              // the http.route span attribute: the path or prefix matched
+
+	// bodyTimeout bounds reading the request body: the route's timeout
+	// (server.body_grace when that is longer).
+	bodyTimeout time.Duration
 }
 
 // close releases what the route holds: its Dubbo reference and the
@@ -80,6 +84,8 @@ type table struct {
 	trustReqID  bool
 	global      admission.Limiter // the gateway-wide in-flight limit
 	notFound    *routeMetrics
+	bodyGrace   time.Duration // server.body_grace
+	minBodyRate int64         // server.min_body_rate, bytes per second
 
 	refs      atomic.Int64
 	retired   atomic.Bool
@@ -114,6 +120,10 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		reqIDHeader: http.CanonicalHeaderKey(cfg.RequestID.Header),
 		trustReqID:  cfg.RequestID.TrustIncoming == nil || *cfg.RequestID.TrustIncoming,
 		drained:     make(chan struct{}),
+		bodyGrace:   cfg.Server.BodyGrace.D(),
+	}
+	if cfg.Server.MinBodyRate != nil {
+		t.minBodyRate = int64(*cfg.Server.MinBodyRate)
 	}
 	if t.reqIDHeader == "" {
 		t.reqIDHeader = "X-Request-Id"
@@ -304,6 +314,7 @@ func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ 
 	}
 	rt.handler = filter.Chain(upstream, chain...)
 	rt.maxBody = maxBody
+	rt.bodyTimeout = rc.Timeout.D()
 	rt.metrics = d.metrics.forRoute(rc.Name)
 	rt.filters = names
 	return rt, nil

@@ -422,9 +422,21 @@ func (h *handler) serveError(w http.ResponseWriter, r *http.Request, err error) 
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		u.log.Warn("upstream request body too large", "upstream", u.name, "target", targetURL, "error", err)
+		u.log.Debug("upstream request body too large", "upstream", u.name, "target", targetURL, "error", err)
 		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
 			"request body is larger than "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes")
+	case exchange.BodyFailure(r, err) != nil:
+		// The client's body failed (checked before the exchange's own
+		// error, which may be the cancellation it caused): its fault,
+		// answered 400, 408 or not at all, and logged at debug level only,
+		// as clients choose how many they send.
+		u.log.Debug("client request body failed", "upstream", u.name, "target", targetURL, "error", exchange.BodyFailure(r, err))
+		exchange.WriteBodyError(w, r, err)
+	case errors.Is(ctxErr, context.DeadlineExceeded) && clientStillSending(r):
+		// The timeout passed while the client was still sending its body:
+		// the client's doing, not the target's.
+		u.log.Debug("request body not complete within the route's timeout", "upstream", u.name, "target", targetURL, "timeout", h.timeout)
+		exchange.WriteBodyError(w, r, &exchange.BodyError{Kind: exchange.BodyTimeout, Err: ctxErr})
 	case errors.Is(err, errAwaitUpgrade) || errors.Is(ctxErr, context.DeadlineExceeded):
 		u.log.Warn("upstream timed out", "upstream", u.name, "target", targetURL, "timeout", h.timeout, "error", err)
 		exchange.WriteError(w, r, http.StatusGatewayTimeout, exchange.CodeTimeout, h.timeoutMessage)
