@@ -16,6 +16,9 @@ const (
 	DefaultBodyGrace         = Duration(10 * time.Second)
 	DefaultMinBodyRate       = ByteSize(1 << 10)
 	DefaultWriteTimeout      = Duration(30 * time.Second)
+	DefaultMaxConnections    = 10000
+	DefaultMaxConnsPerIP     = 64
+	DefaultMaxStreams        = 100
 	DefaultShutdownDelay     = Duration(3 * time.Second)
 	DefaultDrainTimeout      = Duration(30 * time.Second)
 	DefaultReloadInterval    = Duration(2 * time.Second)
@@ -72,6 +75,9 @@ func Defaults(c *Config) {
 	setDefault(&s.BodyGrace, DefaultBodyGrace)
 	setDefaultPtr(&s.MinBodyRate, DefaultMinBodyRate)
 	setDefault(&s.WriteTimeout, DefaultWriteTimeout)
+	setDefaultPtr(&s.MaxConnections, DefaultMaxConnections)
+	setDefaultPtr(&s.MaxConnectionsPerIP, DefaultMaxConnsPerIP)
+	setDefault(&s.MaxConcurrentStreams, DefaultMaxStreams)
 
 	setDefaultPtr(&c.Shutdown.Delay, DefaultShutdownDelay)
 	setDefault(&c.Shutdown.DrainTimeout, DefaultDrainTimeout)

@@ -28,6 +28,9 @@ server:
   body_grace: 5s
   min_body_rate: 0
   write_timeout: 20s
+  max_connections: 0
+  max_connections_per_ip: 16
+  max_concurrent_streams: 32
 shutdown:
   delay: 1s
   drain_timeout: 10s
@@ -183,9 +186,12 @@ func TestParseFullConfig(t *testing.T) {
 			TrustedProxies:    []string{"10.0.0.0/8", "192.0.2.7", "::1"},
 			H2C:               ptr(false),
 
-			BodyGrace:    Duration(5 * time.Second),
-			MinBodyRate:  ptr(ByteSize(0)),
-			WriteTimeout: Duration(20 * time.Second),
+			BodyGrace:            Duration(5 * time.Second),
+			MinBodyRate:          ptr(ByteSize(0)),
+			WriteTimeout:         Duration(20 * time.Second),
+			MaxConnections:       ptr(0),
+			MaxConnectionsPerIP:  ptr(16),
+			MaxConcurrentStreams: 32,
 		},
 		Shutdown:  Shutdown{Delay: ptr(Duration(time.Second)), DrainTimeout: Duration(10 * time.Second)},
 		Reload:    Reload{Watch: true, Interval: Duration(500 * time.Millisecond)},

@@ -87,6 +87,17 @@ type Server struct {
 	// that reads nothing for this long is cut off and its slot freed.
 	// Default 30s.
 	WriteTimeout Duration `yaml:"write_timeout"`
+	// MaxConnections caps the data-plane connections open at once; beyond,
+	// a new connection gets 503 CONNECTION_LIMIT and is closed. 0 = no cap.
+	// Default 10000. A pointer so that an explicit 0 survives Defaults.
+	MaxConnections *int `yaml:"max_connections"`
+	// MaxConnectionsPerIP caps the connections of one client address (an
+	// IPv6 client by its /64); peers in TrustedProxies are exempt. 0 = no
+	// cap. Default 64.
+	MaxConnectionsPerIP *int `yaml:"max_connections_per_ip"`
+	// MaxConcurrentStreams caps the open streams of one HTTP/2 connection.
+	// Default 100.
+	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
 }
 
 // Shutdown sets the drain sequence run on SIGTERM/SIGINT.

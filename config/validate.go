@@ -77,6 +77,15 @@ func validate(c *Config) problems {
 	}
 	check("server.body_grace", positive(s.BodyGrace))
 	check("server.write_timeout", positive(s.WriteTimeout))
+	if s.MaxConnections != nil && *s.MaxConnections < 0 {
+		ps.add("server.max_connections", 0, "must be 0 (no cap) or more, got %d", *s.MaxConnections)
+	}
+	if s.MaxConnectionsPerIP != nil && *s.MaxConnectionsPerIP < 0 {
+		ps.add("server.max_connections_per_ip", 0, "must be 0 (no cap) or more, got %d", *s.MaxConnectionsPerIP)
+	}
+	if s.MaxConcurrentStreams < 1 {
+		ps.add("server.max_concurrent_streams", 0, "must be at least 1, got %d", s.MaxConcurrentStreams)
+	}
 	for i, p := range s.TrustedProxies {
 		if _, err := exchange.ParsePrefix(p); err != nil {
 			ps.add(indexPath("server.trusted_proxies", i), 0, "%q is not an IP address or CIDR", p)

@@ -26,6 +26,7 @@ const (
 	CodeBreakerOpen      = "BREAKER_OPEN"        // 503
 	CodeOverloaded       = "UPSTREAM_OVERLOADED" // 503: the provider, or the connection to it, is at its limit
 	CodeDraining         = "DRAINING"            // 503
+	CodeConnectionLimit  = "CONNECTION_LIMIT"    // 503: the client (or everyone) is at the connection cap
 	CodeAuthUnavailable  = "AUTH_UNAVAILABLE"    // 503: the token store cannot answer in time
 	CodeTimeout          = "TIMEOUT"             // 504
 	CodeClientClosed     = "CLIENT_CLOSED"       // 499 (logged only; nobody reads the answer)

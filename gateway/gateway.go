@@ -234,6 +234,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if g.dataLn, err = lc.Listen(ctx, "tcp", cfg.Listen); err != nil {
 		return fmt.Errorf("data listener: %w", err)
 	}
+	g.dataLn = g.limitConnections(g.dataLn, cfg.Server)
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	if cfg.Server.H2C == nil || *cfg.Server.H2C {
@@ -247,6 +248,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		IdleTimeout:       cfg.Server.IdleTimeout.D(),
 		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
 		Protocols:         protocols,
+		HTTP2:             g.http2Config(cfg.Server),
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 	}
 	g.serveBackground("data", g.data, g.dataLn)
@@ -382,8 +384,8 @@ func restartOnly(old, cfg *config.Config) []string {
 		old.Server.MaxHeaderBytes != cfg.Server.MaxHeaderBytes || !sameBool(old.Server.H2C, cfg.Server.H2C) {
 		out = append(out, "server (timeouts, max_header_bytes, h2c)")
 	}
-	if old.Server.WriteTimeout != cfg.Server.WriteTimeout {
-		out = append(out, "server.write_timeout")
+	if !listenerLimitsEqual(old.Server, cfg.Server) {
+		out = append(out, "server (write_timeout, max_connections, max_connections_per_ip, max_concurrent_streams)")
 	}
 	if old.Reload != cfg.Reload {
 		out = append(out, "reload")

@@ -1,7 +1,9 @@
 package security
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +24,8 @@ var slowClientAttacks = []attack{
 	{id: "1a", name: "stalled-body-frees-slot", run: stalledBodyFreesSlot},
 	{id: "1b", name: "drip-fed-body-answered", run: dripFedBodyAnswered},
 	{id: "1c", name: "unread-response-frees-slot", run: unreadResponseFreesSlot},
+	{id: "1d", name: "connections-capped-per-ip-and-in-total", run: connectionsCapped},
+	{id: "1e", name: "h2c-streams-capped", run: h2cStreamsCapped},
 	{id: "1f", name: "h2c-stalled-streams-free-slots", run: h2cStalledStreamsFreeSlots},
 	{id: "7a", name: "malformed-chunked-body-not-a-target-failure", run: malformedChunkedNotTargetFailure},
 	{id: "7b", name: "aborted-body-on-dubbo-route-quiet", run: abortedBodyOnDubboRouteQuiet},
@@ -189,6 +193,117 @@ routes:
 		time.Sleep(50 * time.Millisecond)
 		return get(t, g.addr, "/small") == http.StatusOK
 	})
+}
+
+// Row 1: connections are capped per client IP and in total; the ones
+// over a cap get a 503 and are closed, counted by reason; a closed
+// connection makes room again.
+func connectionsCapped(t *testing.T) {
+	g := startGateway(t, fmt.Sprintf(`
+server:
+  max_connections: 6
+  max_connections_per_ip: 4
+upstreams:
+  app: {targets: [{url: %q}]}
+routes:
+  - {name: app, match: {prefix: /}, upstream: app}
+`, bodyReader(t)))
+	served := func(c net.Conn) bool {
+		if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: gw\r\n\r\n"); err != nil {
+			return false
+		}
+		return readWithin(c, 10*time.Second).status == http.StatusOK
+	}
+	// refused reads what the gateway says to a connection over a cap,
+	// before sending anything (a request sent first may be lost to the
+	// reset of a socket closed with unread data).
+	refused := func(c net.Conn) {
+		t.Helper()
+		res := readWithin(c, 10*time.Second)
+		if res.status != http.StatusServiceUnavailable || !strings.Contains(res.body, `"CONNECTION_LIMIT"`) {
+			t.Fatalf("connection over the cap: got %d %q (%v), want 503 CONNECTION_LIMIT", res.status, res.body, res.err)
+		}
+	}
+	var first []net.Conn
+	for i := range 4 {
+		c := dialFrom(t, "127.0.0.1", g.addr)
+		if !served(c) {
+			t.Fatalf("connection %d of 127.0.0.1 (within the cap) not served", i)
+		}
+		first = append(first, c)
+	}
+	refused(dialFrom(t, "127.0.0.1", g.addr))
+	for i := range 2 {
+		if !served(dialFrom(t, "127.0.0.2", g.addr)) {
+			t.Fatalf("connection %d of 127.0.0.2 (within both caps) not served", i)
+		}
+	}
+	refused(dialFrom(t, "127.0.0.3", g.addr))
+	if n := g.metric(t, "dubbogw_connections_rejected_total", map[string]string{"reason": "per_ip"}); n != 1 {
+		t.Errorf("rejected{reason=per_ip} = %v, want 1", n)
+	}
+	if n := g.metric(t, "dubbogw_connections_rejected_total", map[string]string{"reason": "total"}); n != 1 {
+		t.Errorf("rejected{reason=total} = %v, want 1", n)
+	}
+	if n := g.metric(t, "dubbogw_connections", nil); n != 6 {
+		t.Errorf("dubbogw_connections = %v, want 6", n)
+	}
+	first[0].Close()
+	testenv.WaitFor(t, answerWithin, "a connection of 127.0.0.1 served once one of its four closed", func() bool {
+		c := dialFrom(t, "127.0.0.1", g.addr)
+		defer c.Close()
+		return served(c)
+	})
+}
+
+// h2Settings reads the server's first SETTINGS frame on an h2c
+// (prior-knowledge) connection and returns its parameters by id.
+func h2Settings(t *testing.T, addr string) map[uint16]uint32 {
+	t.Helper()
+	c := dialFrom(t, "127.0.0.1", addr)
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	// The client preface, then an empty SETTINGS frame.
+	if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	for {
+		var hdr [9]byte
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			t.Fatalf("reading the server's frames: %v", err)
+		}
+		n := int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2])
+		payload := make([]byte, n)
+		if _, err := io.ReadFull(br, payload); err != nil {
+			t.Fatalf("reading a frame: %v", err)
+		}
+		const frameSettings, flagAck = 0x4, 0x1
+		if hdr[3] != frameSettings || hdr[4]&flagAck != 0 {
+			continue
+		}
+		out := map[uint16]uint32{}
+		for i := 0; i+6 <= len(payload); i += 6 {
+			out[binary.BigEndian.Uint16(payload[i:])] = binary.BigEndian.Uint32(payload[i+2:])
+		}
+		return out
+	}
+}
+
+// Row 1: an h2c connection may not open more streams than the default
+// cap (100; Go's own default was 250), so the per-IP connection cap
+// bounds the streams of one client.
+func h2cStreamsCapped(t *testing.T) {
+	g := startGateway(t, fmt.Sprintf(`
+upstreams:
+  app: {targets: [{url: %q}]}
+routes:
+  - {name: app, match: {prefix: /}, upstream: app}
+`, bodyReader(t)))
+	const settingsMaxConcurrentStreams = 0x3
+	s := h2Settings(t, g.addr)
+	if got, ok := s[settingsMaxConcurrentStreams]; !ok || got != 100 {
+		t.Fatalf("SETTINGS_MAX_CONCURRENT_STREAMS = %d (sent: %v), want 100", got, ok)
+	}
 }
 
 // Row 1, over h2c: streams that declare a body and never send it are cut
