@@ -52,6 +52,9 @@ func DefaultCORSMethods() []string { return []string{"GET", "HEAD", "POST"} }
 // DefaultRetryOn returns the default Retry.On.
 func DefaultRetryOn() []string { return []string{RetryOnConnectFailure, "502", "503", "504"} }
 
+// DefaultUpgrades returns the default Route.Upgrades: WebSocket only.
+func DefaultUpgrades() []string { return []string{"websocket"} }
+
 // DefaultRetryMethods returns the default Retry.Methods: the idempotent methods.
 func DefaultRetryMethods() []string { return []string{"GET", "HEAD", "OPTIONS", "PUT", "DELETE"} }
 
@@ -105,6 +108,9 @@ func Defaults(c *Config) {
 			setDefault(&r.Timeout, u.Timeout)
 		}
 		setDefault(&r.MaxBodyBytes, s.MaxBodyBytes)
+		if r.Upgrades == nil && r.Dubbo == nil {
+			r.Upgrades = DefaultUpgrades()
+		}
 	}
 }
 

@@ -91,6 +91,7 @@ routes:
     upstream: users
     timeout: 2s
     max_body_bytes: 64KiB
+    upgrades: [websocket, mqtt]
   - name: orders_v1
     match: {prefix: /orders, host: api.example.com}
     filters:
@@ -248,6 +249,7 @@ func TestParseFullConfig(t *testing.T) {
 				Upstream:     "users",
 				Timeout:      Duration(2 * time.Second),
 				MaxBodyBytes: 64 << 10,
+				Upgrades:     []string{"websocket", "mqtt"},
 			},
 			{
 				Name:  "orders_v1",
@@ -261,6 +263,7 @@ func TestParseFullConfig(t *testing.T) {
 				Upstream:     "orders",
 				Timeout:      DefaultUpstreamTimeout, // from the upstream
 				MaxBodyBytes: 1000 * 1000,            // from server.max_body_bytes
+				Upgrades:     DefaultUpgrades(),
 			},
 			{
 				Name:  "user-dubbo",

@@ -216,6 +216,11 @@ type Route struct {
 	MaxInFlight int `yaml:"max_in_flight"`
 	// AdaptiveConcurrency makes the route's limit follow its latency.
 	AdaptiveConcurrency *AdaptiveConcurrency `yaml:"adaptive_concurrency"`
+	// Upgrades lists the protocols an HTTP route lets a client upgrade to
+	// (Upgrade header, tunnelled after a 101); a request asking for
+	// another one is served as plain HTTP, its Upgrade ignored. Default
+	// [websocket]; [] allows none. HTTP upstream routes only.
+	Upgrades []string `yaml:"upgrades"`
 }
 
 // Match selects requests. Path and Prefix are exclusive; one of them is required.

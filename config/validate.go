@@ -160,11 +160,28 @@ func validateRoutes(ps *problems, c *Config) {
 		if r.MaxBodyBytes < 0 {
 			ps.add(path+".max_body_bytes", 0, "must not be negative")
 		}
+		validateUpgrades(ps, path+".upgrades", r)
 		for j, f := range r.Filters {
 			validateFilter(ps, indexPath(path+".filters", j), f, params)
 		}
 	}
 }
+
+// validateUpgrades checks a route's upgrades: protocol names (tokens, an
+// optional "/version"), on HTTP upstream routes only.
+func validateUpgrades(ps *problems, path string, r *Route) {
+	if r.Dubbo != nil && len(r.Upgrades) > 0 {
+		ps.add(path, 0, "only HTTP upstream routes tunnel upgrades; a dubbo route serves plain HTTP")
+		return
+	}
+	for i, p := range r.Upgrades {
+		if !upgradeProtocol.MatchString(p) {
+			ps.add(indexPath(path, i), 0, "%q is not a protocol name such as websocket", p)
+		}
+	}
+}
+
+var upgradeProtocol = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+(/[A-Za-z0-9!#$%&'*+.^_`|~-]+)?$")
 
 func hasKey[V any](m map[string]V, k string) bool {
 	_, ok := m[k]

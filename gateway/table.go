@@ -274,7 +274,7 @@ func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ 
 		if !ok {
 			return nil, fmt.Errorf(".upstream: upstream %q is not defined", rc.Upstream)
 		}
-		upstream = u.Handler(time.Duration(rc.Timeout))
+		upstream = u.Handler(time.Duration(rc.Timeout), proxy.Upgrades(rc.Upgrades...))
 	}
 	params := paramNames(rc.Match.Path)
 	var chain []filter.Filter

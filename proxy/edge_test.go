@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +10,46 @@ import (
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
 )
+
+func TestUpgradesAllowList(t *testing.T) {
+	h := &handler{upgrades: []string{"websocket", "mqtt"}}
+	for _, c := range []struct {
+		upgrade []string
+		want    bool
+	}{
+		{[]string{"websocket"}, true},
+		{[]string{"WebSocket"}, true},
+		{[]string{"mqtt, websocket"}, true},
+		{[]string{"h2c"}, false},
+		{[]string{"websocket, h2c"}, false}, // the target could pick h2c
+		{[]string{"websocket", "h2c"}, false},
+		{[]string{" , "}, false},
+	} {
+		if got := h.allowsUpgrade(c.upgrade); got != c.want {
+			t.Errorf("allowsUpgrade(%q) = %v, want %v", c.upgrade, got, c.want)
+		}
+	}
+	if (&handler{}).allowsUpgrade([]string{"websocket"}) {
+		t.Error("Upgrades() (none) allows websocket")
+	}
+}
+
+func TestUpgradeNotAllowedIsServedPlain(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, transport string) {
+		b := newBackend(t, "app", 200, func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "upgrade="+r.Header.Get("Upgrade"))
+		})
+		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL)})
+		srv, _ := serveProxy(t, u.Handler(0, Upgrades()))
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		res := do(t, testClient(t), req)
+		if res.status != 200 || res.body != "upgrade=" {
+			t.Fatalf("got %d %q, want the plain answer with no Upgrade sent", res.status, res.body)
+		}
+	})
+}
 
 // clientFailedBody fails as the gateway's body does when a client breaks it.
 type clientFailedBody struct{ failure *exchange.BodyError }

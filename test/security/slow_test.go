@@ -19,7 +19,7 @@ import (
 )
 
 // slowClientAttacks: see index_test.go. Rows 1 (clients that hold slots
-// and connections) and 7 (broken request bodies).
+// and connections), 7 (broken request bodies) and 12 (upgrades).
 var slowClientAttacks = []attack{
 	{id: "1a", name: "stalled-body-frees-slot", run: stalledBodyFreesSlot},
 	{id: "1b", name: "drip-fed-body-answered", run: dripFedBodyAnswered},
@@ -29,6 +29,7 @@ var slowClientAttacks = []attack{
 	{id: "1f", name: "h2c-stalled-streams-free-slots", run: h2cStalledStreamsFreeSlots},
 	{id: "7a", name: "malformed-chunked-body-not-a-target-failure", run: malformedChunkedNotTargetFailure},
 	{id: "7b", name: "aborted-body-on-dubbo-route-quiet", run: abortedBodyOnDubboRouteQuiet},
+	{id: "12", name: "only-websocket-upgrades-tunnelled", run: onlyWebSocketUpgradesTunnelled},
 }
 
 // answerWithin bounds how long a test waits for the gateway's answer to a
@@ -433,5 +434,56 @@ routes:
 	}
 	if rec.contains("createUser") {
 		t.Error("a call with a truncated body reached the provider")
+	}
+}
+
+// Row 12: an Upgrade other than websocket (h2c here) is not forwarded:
+// the request is served as plain HTTP/1.1 (RFC 9110 section 7.8 lets a
+// server ignore Upgrade), so no tunnel opens past the filters; WebSocket
+// upgrades still pass.
+func onlyWebSocketUpgradesTunnelled(t *testing.T) {
+	var sawUpgrade atomic.Value
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		up := r.Header.Get("Upgrade")
+		sawUpgrade.Store(up + "|" + r.Header.Get("Http2-Settings"))
+		if up == "" {
+			_, _ = io.WriteString(w, "plain")
+			return
+		}
+		// A target that accepts any upgrade and then echoes: a tunnel.
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", up)
+		_ = brw.Flush()
+		_, _ = io.Copy(c, brw)
+	}))
+	t.Cleanup(target.Close)
+	g := startGateway(t, fmt.Sprintf(`
+upstreams:
+  app: {targets: [{url: %q}]}
+routes:
+  - {name: app, match: {prefix: /}, upstream: app}
+`, target.URL))
+	res := sendRaw(t, g.addr, "GET /x HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"+
+		"HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n", answerWithin)
+	if res.status != http.StatusOK || res.body != "plain" {
+		t.Fatalf("Upgrade: h2c: got %d %q (%v), want the plain 200 answer", res.status, res.body, res.err)
+	}
+	if got, _ := sawUpgrade.Load().(string); got != "|" {
+		t.Errorf("the target saw Upgrade|HTTP2-Settings = %q, want neither", got)
+	}
+	for _, up := range []string{"websocket, h2c", "foo"} {
+		res = sendRaw(t, g.addr, "GET /x HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: "+up+"\r\n\r\n", answerWithin)
+		if res.status != http.StatusOK || res.body != "plain" {
+			t.Fatalf("Upgrade: %s: got %d %q (%v), want the plain 200 answer", up, res.status, res.body, res.err)
+		}
+	}
+	ws := sendRaw(t, g.addr, "GET /ws HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", answerWithin)
+	if ws.status != http.StatusSwitchingProtocols {
+		t.Fatalf("Upgrade: websocket: got %d (%v), want 101", ws.status, ws.err)
 	}
 }
