@@ -127,14 +127,14 @@ func (l *limitListener) release(key netip.Prefix, keyed bool) {
 // refuse answers c 503 and closes it, counts it, and warns at most once
 // per rejectLogEvery.
 func (l *limitListener) refuse(c net.Conn, reason string) {
-	_ = c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
-	_, _ = c.Write(refusedResponse)
-	_ = c.Close()
-	if reason == rejectPerIP {
+	if reason == rejectPerIP { // counted first: once closed, the client may look
 		l.rejected[0].Inc()
 	} else {
 		l.rejected[1].Inc()
 	}
+	_ = c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+	_, _ = c.Write(refusedResponse)
+	_ = c.Close()
 	n := l.unlogged.Add(1)
 	now := time.Now().UnixNano()
 	last := l.lastLog.Load()
