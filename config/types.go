@@ -84,7 +84,10 @@ type Server struct {
 	// the body). Default 1KiB. A pointer so that an explicit 0 survives Defaults.
 	MinBodyRate *ByteSize `yaml:"min_body_rate"`
 	// WriteTimeout bounds each write of a response to the client: a client
-	// that reads nothing for this long is cut off and its slot freed.
+	// that reads nothing for this long is cut off and its slot freed. Over
+	// HTTP/2 it runs from the latest time the route can start answering
+	// (twice its timeout, with body_grace) or the last write, whichever
+	// is later: an HTTP/2 stream's deadline resets it even while idle.
 	// Default 30s.
 	WriteTimeout Duration `yaml:"write_timeout"`
 	// MaxConnections caps the data-plane connections open at once; beyond,

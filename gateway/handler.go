@@ -56,6 +56,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 
 	rm := g.serve(t, rec, r, info)
+	rec.armWrite() // net/http writes what is buffered once this returns
 
 	status := rec.status
 	if status == 0 {
@@ -126,6 +127,9 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 	info.Route = rt.name
 	if g.tracer != nil {
 		nameServerSpan(r, rt)
+	}
+	if r.ProtoMajor == 2 {
+		w.deferWriteDeadline(info.Start.Add(max(rt.bodyTimeout, t.bodyGrace) + rt.bodyTimeout))
 	}
 	if rt.limiter != nil {
 		// Before any filter: a saturated route costs no Redis lookup, no upstream work.
@@ -243,6 +247,22 @@ func (w *recorder) armWrite() {
 		_ = w.conn.SetWriteDeadline(now.Add(w.writeTimeout))
 		w.renewAt = now.Add(w.writeTimeout / 4)
 	}
+}
+
+// deferWriteDeadline moves an HTTP/2 stream's write deadline to
+// write_timeout after answerBy, the latest the route can start its answer
+// (its body, then its call, each within the route's timeout). A stream's
+// deadline is a timer that resets the stream when it fires, writing or
+// not, unlike a connection's, which fails only a write in progress: left
+// at write_timeout after the request came in (http.Server's
+// WriteTimeout), it would cut a route that answers later than that. From
+// answerBy on, writes renew it as on HTTP/1.
+func (w *recorder) deferWriteDeadline(answerBy time.Time) {
+	if w.writeTimeout == 0 || w.conn == nil || !answerBy.After(w.renewAt) {
+		return
+	}
+	_ = w.conn.SetWriteDeadline(answerBy.Add(w.writeTimeout))
+	w.renewAt = answerBy
 }
 
 func (w *recorder) WriteHeader(code int) {
