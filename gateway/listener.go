@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/exchange"
 )
 
 // Why a connection was refused at accept: the metric's reason label.
@@ -26,7 +27,7 @@ const (
 // refusedBody is the answer of a connection over a cap. It is written
 // before any request is read: HTTP/1.1 clients see a 503 with the
 // gateway's JSON error, others a closed connection.
-const refusedBody = `{"error":{"code":"CONNECTION_LIMIT","message":"too many connections; retry later"}}` + "\n"
+const refusedBody = `{"error":{"code":"` + exchange.CodeConnectionLimit + `","message":"too many connections; retry later"}}` + "\n"
 
 var refusedResponse = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n" +
 	"X-Content-Type-Options: nosniff\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
