@@ -27,6 +27,7 @@ var slowClientAttacks = []attack{
 	{id: "1d", name: "connections-capped-per-ip-and-in-total", run: connectionsCapped},
 	{id: "1e", name: "h2c-streams-capped", run: h2cStreamsCapped},
 	{id: "1f", name: "h2c-stalled-streams-free-slots", run: h2cStalledStreamsFreeSlots},
+	{id: "1g", name: "h2c-unread-response-frees-slot", run: h2cUnreadResponseFreesSlot},
 	{id: "7a", name: "malformed-chunked-body-not-a-target-failure", run: malformedChunkedNotTargetFailure},
 	{id: "7b", name: "aborted-body-on-dubbo-route-quiet", run: abortedBodyOnDubboRouteQuiet},
 	{id: "12", name: "only-websocket-upgrades-tunnelled", run: onlyWebSocketUpgradesTunnelled},
@@ -191,6 +192,55 @@ routes:
 	// socket buffers are full, holding the only slot until the write
 	// deadline cuts the connection.
 	testenv.WaitFor(t, answerWithin, "a request served while a client does not read its response", func() bool {
+		time.Sleep(50 * time.Millisecond)
+		return get(t, g.addr, "/small") == http.StatusOK
+	})
+}
+
+// Row 1, over h2c: a stream whose response the client never reads (it
+// grants no flow-control window) frees its slot once its write deadline
+// passes: write_timeout after the latest time the route could answer.
+func h2cUnreadResponseFreesSlot(t *testing.T) {
+	chunk := make([]byte, 32<<10)
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/big" {
+			_, _ = io.WriteString(w, "small")
+			return
+		}
+		for range 2048 { // 64 MiB: more than the client's flow-control windows
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(big.Close)
+	g := startGateway(t, fmt.Sprintf(`
+server:
+  max_in_flight: 1
+  write_timeout: 1s
+  body_grace: 1s
+upstreams:
+  app: {targets: [{url: %q}]}
+routes:
+  - {name: app, match: {prefix: /}, upstream: app, timeout: 2s}
+`, big.URL))
+	protocols := new(http.Protocols)
+	protocols.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: protocols}
+	defer tr.CloseIdleConnections()
+	// No client timeout: the client holds the stream until the test ends.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.base+"/big", nil)
+	res, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close() // read nothing: the client's windows fill up
+	if res.ProtoMajor != 2 {
+		t.Fatalf("answered over HTTP/%d, want 2", res.ProtoMajor)
+	}
+	testenv.WaitFor(t, answerWithin, "a request served while an h2c client does not read its response", func() bool {
 		time.Sleep(50 * time.Millisecond)
 		return get(t, g.addr, "/small") == http.StatusOK
 	})
