@@ -13,6 +13,12 @@ const (
 	DefaultMaxHeaderBytes    = ByteSize(64 << 10)
 	DefaultMaxBodyBytes      = ByteSize(8 << 20)
 	DefaultMaxInFlight       = 10000
+	DefaultBodyGrace         = Duration(10 * time.Second)
+	DefaultMinBodyRate       = ByteSize(1 << 10)
+	DefaultWriteTimeout      = Duration(30 * time.Second)
+	DefaultMaxConnections    = 10000
+	DefaultMaxConnsPerIP     = 64
+	DefaultMaxStreams        = 100
 	DefaultShutdownDelay     = Duration(3 * time.Second)
 	DefaultIdleGrace         = Duration(time.Second)
 	DefaultDrainTimeout      = Duration(30 * time.Second)
@@ -56,6 +62,9 @@ func DefaultIdentityHeaders() []string {
 // DefaultRetryOn returns the default Retry.On.
 func DefaultRetryOn() []string { return []string{RetryOnConnectFailure, "502", "503", "504"} }
 
+// DefaultUpgrades returns the default Route.Upgrades: WebSocket only.
+func DefaultUpgrades() []string { return []string{"websocket"} }
+
 // DefaultRetryMethods returns the default Retry.Methods: the idempotent methods.
 func DefaultRetryMethods() []string { return []string{"GET", "HEAD", "OPTIONS", "PUT", "DELETE"} }
 
@@ -79,6 +88,12 @@ func Defaults(c *Config) {
 	if s.IdentityHeaders == nil {
 		s.IdentityHeaders = DefaultIdentityHeaders()
 	}
+	setDefault(&s.BodyGrace, DefaultBodyGrace)
+	setDefaultPtr(&s.MinBodyRate, DefaultMinBodyRate)
+	setDefault(&s.WriteTimeout, DefaultWriteTimeout)
+	setDefaultPtr(&s.MaxConnections, DefaultMaxConnections)
+	setDefaultPtr(&s.MaxConnectionsPerIP, DefaultMaxConnsPerIP)
+	setDefault(&s.MaxConcurrentStreams, DefaultMaxStreams)
 
 	setDefaultPtr(&c.Shutdown.Delay, DefaultShutdownDelay)
 	setDefaultPtr(&c.Shutdown.IdleGrace, DefaultIdleGrace)
@@ -107,6 +122,9 @@ func Defaults(c *Config) {
 			setDefault(&r.Timeout, u.Timeout)
 		}
 		setDefault(&r.MaxBodyBytes, s.MaxBodyBytes)
+		if r.Upgrades == nil && r.Dubbo == nil {
+			r.Upgrades = DefaultUpgrades()
+		}
 	}
 }
 

@@ -26,6 +26,12 @@ server:
   trusted_proxies: ["10.0.0.0/8", "192.0.2.7", "::1"]
   identity_headers: [X-User-Id, X-Tenant-Admin]
   h2c: false
+  body_grace: 5s
+  min_body_rate: 0
+  write_timeout: 20s
+  max_connections: 0
+  max_connections_per_ip: 16
+  max_concurrent_streams: 32
 shutdown:
   delay: 1s
   drain_timeout: 10s
@@ -87,6 +93,7 @@ routes:
     upstream: users
     timeout: 2s
     max_body_bytes: 64KiB
+    upgrades: [websocket, mqtt]
   - name: orders_v1
     match: {prefix: /orders, host: api.example.com}
     filters:
@@ -182,6 +189,13 @@ func TestParseFullConfig(t *testing.T) {
 			TrustedProxies:    []string{"10.0.0.0/8", "192.0.2.7", "::1"},
 			IdentityHeaders:   []string{"X-User-Id", "X-Tenant-Admin"},
 			H2C:               ptr(false),
+
+			BodyGrace:            Duration(5 * time.Second),
+			MinBodyRate:          ptr(ByteSize(0)),
+			WriteTimeout:         Duration(20 * time.Second),
+			MaxConnections:       ptr(0),
+			MaxConnectionsPerIP:  ptr(16),
+			MaxConcurrentStreams: 32,
 		},
 		Shutdown:  Shutdown{Delay: ptr(Duration(time.Second)), DrainTimeout: Duration(10 * time.Second), IdleGrace: ptr(Duration(2 * time.Second))},
 		Reload:    Reload{Watch: true, Interval: Duration(500 * time.Millisecond)},
@@ -238,6 +252,7 @@ func TestParseFullConfig(t *testing.T) {
 				Upstream:     "users",
 				Timeout:      Duration(2 * time.Second),
 				MaxBodyBytes: 64 << 10,
+				Upgrades:     []string{"websocket", "mqtt"},
 			},
 			{
 				Name:  "orders_v1",
@@ -251,6 +266,7 @@ func TestParseFullConfig(t *testing.T) {
 				Upstream:     "orders",
 				Timeout:      DefaultUpstreamTimeout, // from the upstream
 				MaxBodyBytes: 1000 * 1000,            // from server.max_body_bytes
+				Upgrades:     DefaultUpgrades(),
 			},
 			{
 				Name:  "user-dubbo",

@@ -179,6 +179,15 @@ func TestParseRefusesMistakes(t *testing.T) {
 
 		// Server, shutdown, reload, request id, access log, demo.
 		{"negative max in flight", base + "server: {max_in_flight: -1}\n", []want{{"server.max_in_flight", "must be 0 (no limit) or more", 14}}},
+		{"negative connection caps", base + "server: {max_connections: -1, max_connections_per_ip: -2}\n", []want{
+			{"server.max_connections", "must be 0 (no cap) or more", 14},
+			{"server.max_connections_per_ip", "must be 0 (no cap) or more", 14},
+		}},
+		{"no h2 streams", base + "server: {max_concurrent_streams: -1}\n", []want{{"server.max_concurrent_streams", "at least 1", 14}}},
+		{"negative body rate", base + "server: {min_body_rate: -1}\n", []want{{"server.min_body_rate", "want a non-negative number of bytes", 14}}},
+		{"negative write timeout", base + "server: {write_timeout: -1s}\n", []want{{"server.write_timeout", "", 14}}},
+		{"bad upgrade protocol", withRoute("{prefix: /}", "    upgrades: [websocket, \"h2c upgrade\"]\n"),
+			[]want{{"routes[0].upgrades[1]", `"h2c upgrade" is not a protocol name`, 0}}},
 		{"tiny max header bytes", base + "server: {max_header_bytes: 512}\n", []want{{"server.max_header_bytes", "at least 1KiB", 14}}},
 		{"bad trusted proxy", base + "server:\n  trusted_proxies: [10.0.0.0/8, 10.0.0.0/33, proxy.local]\n", []want{
 			{"server.trusted_proxies[1]", `"10.0.0.0/33" is not an IP address or CIDR`, 15},

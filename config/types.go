@@ -103,6 +103,34 @@ type Server struct {
 	IdentityHeaders []string `yaml:"identity_headers"`
 	// H2C serves HTTP/2 without TLS (prior knowledge) beside HTTP/1.1. Default true.
 	H2C *bool `yaml:"h2c"`
+	// BodyGrace is the time a request body may take before MinBodyRate
+	// applies: a body of n bytes must be complete within body_grace +
+	// n/min_body_rate of the request's start, and never later than the
+	// route's timeout (or body_grace, when that is longer); beyond, 408.
+	// Default 10s, as read_header_timeout.
+	BodyGrace Duration `yaml:"body_grace"`
+	// MinBodyRate is the average rate, in bytes per second, a request body
+	// must keep after BodyGrace. 0 = none (the route's timeout alone bounds
+	// the body). Default 1KiB. A pointer so that an explicit 0 survives Defaults.
+	MinBodyRate *ByteSize `yaml:"min_body_rate"`
+	// WriteTimeout bounds each write of a response to the client: a client
+	// that reads nothing for this long is cut off and its slot freed. Over
+	// HTTP/2 it runs from the latest time the route can start answering
+	// (twice its timeout, with body_grace) or the last write, whichever
+	// is later: an HTTP/2 stream's deadline resets it even while idle.
+	// Default 30s.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// MaxConnections caps the data-plane connections open at once; beyond,
+	// a new connection gets 503 CONNECTION_LIMIT and is closed. 0 = no cap.
+	// Default 10000. A pointer so that an explicit 0 survives Defaults.
+	MaxConnections *int `yaml:"max_connections"`
+	// MaxConnectionsPerIP caps the connections of one client address (an
+	// IPv6 client by its /64); peers in TrustedProxies are exempt. 0 = no
+	// cap. Default 64.
+	MaxConnectionsPerIP *int `yaml:"max_connections_per_ip"`
+	// MaxConcurrentStreams caps the open streams of one HTTP/2 connection.
+	// Default 100.
+	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
 }
 
 // Shutdown sets the drain sequence run on SIGTERM/SIGINT.
@@ -234,6 +262,11 @@ type Route struct {
 	// it; "..;" and ".;" segments are refused all the same. Default false:
 	// 400 for any ';' in the path.
 	AllowMatrixParams bool `yaml:"allow_matrix_params"`
+	// Upgrades lists the protocols an HTTP route lets a client upgrade to
+	// (Upgrade header, tunnelled after a 101); a request asking for
+	// another one is served as plain HTTP, its Upgrade ignored. Default
+	// [websocket]; [] allows none. HTTP upstream routes only.
+	Upgrades []string `yaml:"upgrades"`
 }
 
 // Match selects requests. Path and Prefix are exclusive; one of them is required.

@@ -78,6 +78,17 @@ func validate(c *Config) problems {
 	if s.MaxInFlight != nil && *s.MaxInFlight < 0 {
 		ps.add("server.max_in_flight", 0, "must be 0 (no limit) or more, got %d", *s.MaxInFlight)
 	}
+	check("server.body_grace", positive(s.BodyGrace))
+	check("server.write_timeout", positive(s.WriteTimeout))
+	if s.MaxConnections != nil && *s.MaxConnections < 0 {
+		ps.add("server.max_connections", 0, "must be 0 (no cap) or more, got %d", *s.MaxConnections)
+	}
+	if s.MaxConnectionsPerIP != nil && *s.MaxConnectionsPerIP < 0 {
+		ps.add("server.max_connections_per_ip", 0, "must be 0 (no cap) or more, got %d", *s.MaxConnectionsPerIP)
+	}
+	if s.MaxConcurrentStreams < 1 {
+		ps.add("server.max_concurrent_streams", 0, "must be at least 1, got %d", s.MaxConcurrentStreams)
+	}
 	for i, p := range s.TrustedProxies {
 		if _, err := exchange.ParsePrefix(p); err != nil {
 			ps.add(indexPath("server.trusted_proxies", i), 0, "%q is not an IP address or CIDR", p)
@@ -161,11 +172,28 @@ func validateRoutes(ps *problems, c *Config) {
 		if r.MaxBodyBytes < 0 {
 			ps.add(path+".max_body_bytes", 0, "must not be negative")
 		}
+		validateUpgrades(ps, path+".upgrades", r)
 		for j, f := range r.Filters {
 			validateFilter(ps, indexPath(path+".filters", j), f, params)
 		}
 	}
 }
+
+// validateUpgrades checks a route's upgrades: protocol names (tokens, an
+// optional "/version"), on HTTP upstream routes only.
+func validateUpgrades(ps *problems, path string, r *Route) {
+	if r.Dubbo != nil && len(r.Upgrades) > 0 {
+		ps.add(path, 0, "only HTTP upstream routes tunnel upgrades; a dubbo route serves plain HTTP")
+		return
+	}
+	for i, p := range r.Upgrades {
+		if !upgradeProtocol.MatchString(p) {
+			ps.add(indexPath(path, i), 0, "%q is not a protocol name such as websocket", p)
+		}
+	}
+}
+
+var upgradeProtocol = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+(/[A-Za-z0-9!#$%&'*+.^_`|~-]+)?$")
 
 func hasKey[V any](m map[string]V, k string) bool {
 	_, ok := m[k]

@@ -332,6 +332,11 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		mbe *http.MaxBytesError
 	)
 	switch {
+	case exchange.BodyFailure(r, err) != nil:
+		// The client's body failed: its fault, counted by the gateway,
+		// logged at debug level only (clients choose how many they send).
+		h.log.Debug("client request body failed", "route", h.route, "error", err)
+		exchange.WriteBodyError(w, r, err)
 	case errors.Is(err, errBudget):
 		h.refuse(r, err.Error())
 		w.Header().Set("Retry-After", "1")

@@ -14,6 +14,7 @@ const (
 	CodeForbidden        = "FORBIDDEN"           // 403
 	CodeNoRoute          = "NO_ROUTE"            // 404
 	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"  // 405
+	CodeRequestTimeout   = "REQUEST_TIMEOUT"     // 408: the request body did not arrive in time
 	CodeTooLarge         = "PAYLOAD_TOO_LARGE"   // 413
 	CodeRateLimited      = "RATE_LIMITED"        // 429
 	CodeInternal         = "INTERNAL"            // 500
@@ -25,6 +26,7 @@ const (
 	CodeBreakerOpen      = "BREAKER_OPEN"        // 503
 	CodeOverloaded       = "UPSTREAM_OVERLOADED" // 503: the provider, or the connection to it, is at its limit
 	CodeDraining         = "DRAINING"            // 503
+	CodeConnectionLimit  = "CONNECTION_LIMIT"    // 503: the client (or everyone) is at the connection cap
 	CodeAuthUnavailable  = "AUTH_UNAVAILABLE"    // 503: the token store cannot answer in time
 	CodeSubscribeLimit   = "SUBSCRIBE_LIMITED"   // 503: the pass-through may not subscribe to another new service now
 	CodeTimeout          = "TIMEOUT"             // 504

@@ -82,6 +82,7 @@ type Gateway struct {
 	conns                 connStates         // the data plane's connections, for the drain
 	edgeLog               observe.LogSampler // bounds the log lines of refused requests
 	startCfg              *config.Config
+	writeTimeout          time.Duration // server.write_timeout, fixed at Start
 }
 
 // New loads the configuration and builds the first route table. Nothing
@@ -256,18 +257,22 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if g.dataLn, err = lc.Listen(ctx, "tcp", cfg.Listen); err != nil {
 		return fmt.Errorf("data listener: %w", err)
 	}
+	g.dataLn = g.limitConnections(g.dataLn, cfg.Server)
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	if cfg.Server.H2C == nil || *cfg.Server.H2C {
 		protocols.SetUnencryptedHTTP2(true)
 	}
+	g.writeTimeout = cfg.Server.WriteTimeout.D()
 	g.data = &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.D(),
+		WriteTimeout:      g.writeTimeout, // renewed by each write (recorder.armWrite)
 		IdleTimeout:       cfg.Server.IdleTimeout.D(),
 		MaxHeaderBytes:    int(cfg.Server.MaxHeaderBytes),
 		Protocols:         protocols,
 		ConnState:         g.conns.track,
+		HTTP2:             g.http2Config(cfg.Server),
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 	}
 	g.serveBackground("data", g.data, g.dataLn)
@@ -407,6 +412,9 @@ func restartOnly(old, cfg *config.Config) []string {
 	if old.Server.ReadHeaderTimeout != cfg.Server.ReadHeaderTimeout || old.Server.IdleTimeout != cfg.Server.IdleTimeout ||
 		old.Server.MaxHeaderBytes != cfg.Server.MaxHeaderBytes || !sameBool(old.Server.H2C, cfg.Server.H2C) {
 		out = append(out, "server (timeouts, max_header_bytes, h2c)")
+	}
+	if !listenerLimitsEqual(old.Server, cfg.Server) {
+		out = append(out, "server (write_timeout, max_connections, max_connections_per_ip, max_concurrent_streams)")
 	}
 	if old.Reload != cfg.Reload {
 		out = append(out, "reload")

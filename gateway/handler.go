@@ -3,7 +3,6 @@ package gateway
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"path"
@@ -30,6 +29,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// One allocation for the request's state and its response recorder.
 	st := &requestState{info: exchange.Info{Start: start}, rec: recorder{ResponseWriter: w, upgraded: &g.hijacked}}
 	info, rec := &st.info, &st.rec
+	if conn, ok := w.(deadliner); ok {
+		// http.Server's WriteTimeout set the first write deadline as the
+		// request came in; writes renew it (see armWrite).
+		rec.conn, rec.writeTimeout, rec.renewAt = conn, g.writeTimeout, start.Add(g.writeTimeout/4)
+	}
 	info.PathParams = st.params[:0]
 	// Before the edge edits the headers: a trusted proxy's X-Forwarded-For as it sent it.
 	info.ClientIP, info.TrustedPeer = exchange.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), t.trusted)
@@ -63,6 +67,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 
 	rm := g.serve(t, rec, r, info)
+	rec.armWrite() // net/http writes what is buffered once this returns
 
 	status := rec.status
 	if status == 0 {
@@ -79,7 +84,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.metrics.errorCounter(info.ErrorCode).Inc()
 	}
 	var bytesIn int64
-	if body, ok := r.Body.(*limitedBody); ok {
+	if body, ok := r.Body.(*requestBody); ok {
 		bytesIn = body.n
 	}
 	g.accessLog.Load().Log(r.Context(), &accesslog.Entry{
@@ -150,6 +155,9 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 	if g.tracer != nil {
 		nameServerSpan(r, rt)
 	}
+	if r.ProtoMajor == 2 {
+		w.deferWriteDeadline(info.Start.Add(max(rt.bodyTimeout, t.bodyGrace) + rt.bodyTimeout))
+	}
 	if rt.limiter != nil {
 		// Before any filter: a saturated route costs no Redis lookup, no upstream work.
 		release, ok := rt.limiter.Acquire()
@@ -170,7 +178,7 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 		return rt.metrics
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = &limitedBody{rc: r.Body, left: rt.maxBody, limit: rt.maxBody}
+		r.Body = newRequestBody(r, w.conn, rt.maxBody, info.Start, rt.bodyTimeout, t.bodyGrace, t.minBodyRate, g.metrics.bodyErrorCounters)
 	}
 	g.runRoute(rt, w, r)
 	return rt.metrics
@@ -240,19 +248,56 @@ type requestState struct {
 	params [4]exchange.PathParam // backs info.PathParams
 }
 
-// recorder notes the status and the bytes written, for metrics and the access log.
+// recorder notes the status and the bytes written, for metrics and the
+// access log, and keeps the response's write deadline moving.
 type recorder struct {
 	http.ResponseWriter
 	status   int
 	bytes    int64
 	hijacked bool
 	upgraded *connSet // where hijacked connections are tracked for the drain
+
+	conn         deadliner     // the request's connection or stream; nil when not served by an http.Server
+	writeTimeout time.Duration // server.write_timeout; 0: no deadline to renew
+	renewAt      time.Time     // when the write deadline is next renewed
+}
+
+// armWrite renews the write deadline before a write once a quarter of
+// write_timeout has passed since it was set, so that every write has at
+// least three quarters of it (a long or late response is not cut), while
+// a client that reads nothing blocks a write, and holds its slot, no
+// longer than write_timeout. Most responses renew it never.
+func (w *recorder) armWrite() {
+	if w.writeTimeout == 0 || w.conn == nil {
+		return
+	}
+	if now := time.Now(); !now.Before(w.renewAt) {
+		_ = w.conn.SetWriteDeadline(now.Add(w.writeTimeout))
+		w.renewAt = now.Add(w.writeTimeout / 4)
+	}
+}
+
+// deferWriteDeadline moves an HTTP/2 stream's write deadline to
+// write_timeout after answerBy, the latest the route can start its answer
+// (its body, then its call, each within the route's timeout). A stream's
+// deadline is a timer that resets the stream when it fires, writing or
+// not, unlike a connection's, which fails only a write in progress: left
+// at write_timeout after the request came in (http.Server's
+// WriteTimeout), it would cut a route that answers later than that. From
+// answerBy on, writes renew it as on HTTP/1.
+func (w *recorder) deferWriteDeadline(answerBy time.Time) {
+	if w.writeTimeout == 0 || w.conn == nil || !answerBy.After(w.renewAt) {
+		return
+	}
+	_ = w.conn.SetWriteDeadline(answerBy.Add(w.writeTimeout))
+	w.renewAt = answerBy
 }
 
 func (w *recorder) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 	}
+	w.armWrite()
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -260,6 +305,7 @@ func (w *recorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.armWrite()
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
 	return n, err
@@ -270,6 +316,7 @@ func (w *recorder) Flush() {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.armWrite()
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
@@ -280,39 +327,10 @@ func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, err
 	}
 	w.hijacked = true
+	w.conn = nil // net/http cleared the connection's deadlines: it is the hijacker's
 	w.status = http.StatusSwitchingProtocols
 	return w.upgraded.add(c), brw, nil
 }
 
 // Unwrap exposes the underlying writer to http.ResponseController.
 func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// limitedBody counts request body bytes and fails past the route's limit with
-// *http.MaxBytesError, which the upstream turns into a 413.
-type limitedBody struct {
-	rc    io.ReadCloser
-	n     int64
-	left  int64
-	limit int64
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// Probe one byte: a body of exactly the limit is fine.
-		var one [1]byte
-		n, err := b.rc.Read(one[:])
-		if n > 0 {
-			return 0, &http.MaxBytesError{Limit: b.limit}
-		}
-		return 0, err
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.n += int64(n)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *limitedBody) Close() error { return b.rc.Close() }

@@ -21,6 +21,13 @@ type metrics struct {
 	routes        prometheus.Gauge         // dubbogw_routes
 	errorCounters sync.Map                 // code → prometheus.Counter, a few entries
 	edge          edgeCounters             // dubbogw_edge_total{action}
+
+	// The edge: what clients do to the gateway's listener.
+	bodyErrors        *prometheus.CounterVec // dubbogw_request_body_errors_total{reason}
+	bodyErrorCounters *bodyErrorCounters     // its children, by exchange.BodyErrorKind
+	connections       prometheus.Gauge       // dubbogw_connections
+	connRejected      *prometheus.CounterVec // dubbogw_connections_rejected_total{reason}
+	h2Errors          *prometheus.CounterVec // dubbogw_http2_errors_total{type}
 }
 
 // noRoute labels requests that matched no route.
@@ -62,6 +69,24 @@ func newMetrics(reg prometheus.Registerer, ready func() float64) *metrics {
 			Help: "Routes in the active route table.",
 		}),
 	}
+	m.bodyErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dubbogw_request_body_errors_total",
+		Help: "Request bodies the client failed to deliver, by reason (malformed, truncated, too_slow, timeout, aborted).",
+	}, []string{"reason"})
+	m.bodyErrorCounters = newBodyErrorCounters(m.bodyErrors)
+	m.connections = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "dubbogw_connections",
+		Help: "Data-plane connections open (upgraded ones included).",
+	})
+	m.connRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dubbogw_connections_rejected_total",
+		Help: "Data-plane connections refused at accept, by the cap they hit (per_ip, total).",
+	}, []string{"reason"})
+	m.h2Errors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dubbogw_http2_errors_total",
+		Help: "HTTP/2 protocol errors of clients, by type as net/http names them (over_max_streams, ...).",
+	}, []string{"type"})
+	reg.MustRegister(m.bodyErrors, m.connections, m.connRejected, m.h2Errors)
 	reg.MustRegister(m.requests, m.duration, m.errors, m.panics, m.reloads, m.reloadTime, m.reloadOK, m.routes,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "dubbogw_ready",

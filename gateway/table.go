@@ -53,6 +53,9 @@ type route struct {
 	pattern  string              // the http.route span attribute: the path or prefix matched
 
 	allowMatrix bool // ';' path parameters are passed (allow_matrix_params)
+	// bodyTimeout bounds reading the request body: the route's timeout
+	// (server.body_grace when that is longer).
+	bodyTimeout time.Duration
 }
 
 // close releases what the route holds: its Dubbo reference and the
@@ -83,6 +86,8 @@ type table struct {
 	trustReqID  bool
 	global      admission.Limiter // the gateway-wide in-flight limit
 	notFound    *routeMetrics
+	bodyGrace   time.Duration // server.body_grace
+	minBodyRate int64         // server.min_body_rate, bytes per second
 
 	refs      atomic.Int64
 	retired   atomic.Bool
@@ -118,6 +123,10 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		trustReqID:  cfg.RequestID.TrustIncoming == nil || *cfg.RequestID.TrustIncoming,
 		identity:    newIdentitySet(cfg),
 		drained:     make(chan struct{}),
+		bodyGrace:   cfg.Server.BodyGrace.D(),
+	}
+	if cfg.Server.MinBodyRate != nil {
+		t.minBodyRate = int64(*cfg.Server.MinBodyRate)
 	}
 	if t.reqIDHeader == "" {
 		t.reqIDHeader = "X-Request-Id"
@@ -273,7 +282,7 @@ func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ 
 		if !ok {
 			return nil, fmt.Errorf(".upstream: upstream %q is not defined", rc.Upstream)
 		}
-		upstream = u.Handler(time.Duration(rc.Timeout))
+		upstream = u.Handler(time.Duration(rc.Timeout), proxy.Upgrades(rc.Upgrades...))
 	}
 	params := paramNames(rc.Match.Path)
 	var chain []filter.Filter
@@ -314,6 +323,7 @@ func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ 
 	}
 	rt.handler = filter.Chain(upstream, chain...)
 	rt.maxBody = maxBody
+	rt.bodyTimeout = rc.Timeout.D()
 	rt.metrics = d.metrics.forRoute(rc.Name)
 	rt.filters = names
 	return rt, nil

@@ -107,7 +107,7 @@ func (u *Upstream) roundTrip(ctx context.Context, req *http.Request, upgrade str
 			endAttemptError(span, err)
 			t.attemptDone()
 			t.series.errors.Inc()
-			u.report(t, ejected, probe, failureOutcome(ctx, err))
+			u.report(t, ejected, probe, failureOutcome(ctx, out, err))
 			if attempt < attempts && u.retryConnect && ctx.Err() == nil && errors.As(err, new(*connectError)) {
 				u.series.retries.Inc()
 				continue
@@ -155,12 +155,26 @@ func (u *Upstream) roundTrip(ctx context.Context, req *http.Request, upgrade str
 	}
 }
 
-// failureOutcome tells whether a failed attempt is the target's fault.
-func failureOutcome(ctx context.Context, err error) outcome {
-	if errors.Is(ctx.Err(), context.Canceled) || errors.As(err, new(*http.MaxBytesError)) {
+// failureOutcome tells whether a failed attempt is the target's fault. It
+// is not when the client went away, sent too much, failed its body (broken
+// framing, too slow...), or was still sending the body when the time ran
+// out: a client choosing how to send its body must not eject a target.
+func failureOutcome(ctx context.Context, req *http.Request, err error) outcome {
+	if errors.Is(ctx.Err(), context.Canceled) || errors.As(err, new(*http.MaxBytesError)) ||
+		exchange.BodyFailure(req, err) != nil {
+		return outcomeNeutral
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && clientStillSending(req) {
 		return outcomeNeutral
 	}
 	return outcomeFailure
+}
+
+// clientStillSending reports whether req's body is the gateway's and its
+// client has not sent all of it yet.
+func clientStillSending(req *http.Request) bool {
+	cb, ok := req.Body.(exchange.ClientBody)
+	return ok && !cb.Complete()
 }
 
 func (u *Upstream) retryMethod(method string) bool {

@@ -360,11 +360,23 @@ func (u *Upstream) Close() {
 	u.metrics.release(u.name, "")
 }
 
+// HandlerOption configures a Handler.
+type HandlerOption func(*handler)
+
+// Upgrades sets the protocols a client may upgrade to through the handler
+// (its Upgrade header, tunnelled after the target's 101). A request asking
+// for any other protocol, alone or among others, is forwarded as a plain
+// request without its Upgrade header, as RFC 9110 section 7.8 lets a server
+// ignore it: no tunnel opens. Without this option: websocket only.
+func Upgrades(protocols ...string) HandlerOption {
+	return func(h *handler) { h.upgrades = protocols }
+}
+
 // Handler returns the handler proxying requests to the upstream. timeout
 // bounds the whole exchange, or for an upgrade request (WebSocket) only the
 // wait for the target's answer; 0 means the upstream's timeout. The request
 // path is sent as is, below the target's base path.
-func (u *Upstream) Handler(timeout time.Duration) http.Handler {
+func (u *Upstream) Handler(timeout time.Duration, opts ...HandlerOption) http.Handler {
 	if timeout <= 0 {
 		timeout = u.timeout
 	}
@@ -372,6 +384,10 @@ func (u *Upstream) Handler(timeout time.Duration) http.Handler {
 		u:              u,
 		timeout:        timeout,
 		timeoutMessage: fmt.Sprintf("upstream %s timed out after %s", u.name, timeout),
+		upgrades:       []string{"websocket"},
+	}
+	for _, o := range opts {
+		o(h)
 	}
 	h.proxy = &httputil.ReverseProxy{
 		Rewrite:      u.rewrite,
@@ -397,16 +413,51 @@ type handler struct {
 	timeout        time.Duration
 	timeoutMessage string
 	proxy          *httputil.ReverseProxy
+	upgrades       []string // protocols a client may upgrade to
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if upgradeType(r.Header) != "" {
-		// ReverseProxy closes an upgraded connection when the request context
-		// ends: the roundTripper bounds only the wait for the target's answer.
-		h.proxy.ServeHTTP(w, r)
-		return
+		if h.allowsUpgrade(r.Header["Upgrade"]) {
+			// ReverseProxy closes an upgraded connection when the request context
+			// ends: the roundTripper bounds only the wait for the target's answer.
+			h.proxy.ServeHTTP(w, r)
+			return
+		}
+		// forward drops Upgrade with the other hop-by-hop headers.
+		h.u.log.Debug("upgrade not allowed on this route; serving the request as plain HTTP",
+			"upstream", h.u.name, "upgrade", r.Header["Upgrade"])
 	}
 	h.forward(w, r)
+}
+
+// allowsUpgrade reports whether every protocol of an Upgrade header is
+// one the handler tunnels.
+func (h *handler) allowsUpgrade(values []string) bool {
+	n := 0
+	for _, v := range values {
+		for v != "" {
+			var p string
+			p, v, _ = strings.Cut(v, ",")
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			n++
+			if !h.tunnels(p) {
+				return false
+			}
+		}
+	}
+	return n > 0
+}
+
+func (h *handler) tunnels(protocol string) bool {
+	for _, a := range h.upgrades {
+		if asciiEqualFold(a, protocol) {
+			return true
+		}
+	}
+	return false
 }
 
 // serveError answers a request whose exchange with the upstream failed.
@@ -422,9 +473,21 @@ func (h *handler) serveError(w http.ResponseWriter, r *http.Request, err error) 
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		u.log.Warn("upstream request body too large", "upstream", u.name, "target", targetURL, "error", err)
+		u.log.Debug("upstream request body too large", "upstream", u.name, "target", targetURL, "error", err)
 		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
 			"request body is larger than "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes")
+	case exchange.BodyFailure(r, err) != nil:
+		// The client's body failed (checked before the exchange's own
+		// error, which may be the cancellation it caused): its fault,
+		// answered 400, 408 or not at all, and logged at debug level only,
+		// as clients choose how many they send.
+		u.log.Debug("client request body failed", "upstream", u.name, "target", targetURL, "error", exchange.BodyFailure(r, err))
+		exchange.WriteBodyError(w, r, err)
+	case errors.Is(ctxErr, context.DeadlineExceeded) && clientStillSending(r):
+		// The timeout passed while the client was still sending its body:
+		// the client's doing, not the target's.
+		u.log.Debug("request body not complete within the route's timeout", "upstream", u.name, "target", targetURL, "timeout", h.timeout)
+		exchange.WriteBodyError(w, r, &exchange.BodyError{Kind: exchange.BodyTimeout, Err: ctxErr})
 	case errors.Is(err, errAwaitUpgrade) || errors.Is(ctxErr, context.DeadlineExceeded):
 		u.log.Warn("upstream timed out", "upstream", u.name, "target", targetURL, "timeout", h.timeout, "error", err)
 		exchange.WriteError(w, r, http.StatusGatewayTimeout, exchange.CodeTimeout, h.timeoutMessage)

@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dubbogw/dubbogw/internal/testenv"
+)
+
+func TestClientKey(t *testing.T) {
+	for _, c := range []struct{ addr, key string }{
+		{"192.0.2.7:1234", "192.0.2.7/32"},
+		{"[::ffff:192.0.2.7]:1234", "192.0.2.7/32"},
+		{"[2001:db8:1:2:3:4:5:6]:1234", "2001:db8:1:2::/64"}, // one client holds a /64
+		{"[2001:db8:1:2:ffff::1]:1", "2001:db8:1:2::/64"},
+	} {
+		ta, err := net.ResolveTCPAddr("tcp", c.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, key, ok := clientKey(ta); !ok || key.String() != c.key {
+			t.Errorf("clientKey(%s) = %v, %v; want %s", c.addr, key, ok, c.key)
+		}
+	}
+	if _, _, ok := clientKey(&net.UnixAddr{Name: "x"}); ok {
+		t.Error("a peer without an IP address is keyed")
+	}
+}
+
+// TestTrustedProxiesAreNotCappedPerIP: a load balancer's connections carry
+// many clients; only the total cap applies to them.
+func TestTrustedProxiesAreNotCappedPerIP(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m := newMetrics(reg, zero)
+	exempt := func(ip netip.Addr) bool { return ip == netip.MustParseAddr("127.0.0.1") }
+	ln := newLimitListener(inner, 3, 1, exempt, m, slog.New(slog.DiscardHandler))
+	defer ln.Close()
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	var clients []net.Conn
+	for range 4 {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+	}
+	for i := range 3 {
+		select {
+		case c := <-accepted:
+			defer c.Close()
+		case <-time.After(10 * time.Second):
+			t.Fatalf("connection %d of a trusted proxy not accepted (per-IP cap 1)", i)
+		}
+	}
+	// The fourth is over the total cap: answered 503 and closed.
+	_ = clients[3].SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, _ := io.ReadAll(clients[3])
+	if !strings.HasPrefix(string(b), "HTTP/1.1 503 ") || !strings.Contains(string(b), "CONNECTION_LIMIT") {
+		t.Fatalf("connection over the total cap read %q", b)
+	}
+	if n := testenv.MetricValue(t, reg, "dubbogw_connections_rejected_total", map[string]string{"reason": "total"}); n != 1 {
+		t.Errorf("rejected{reason=total} = %v, want 1", n)
+	}
+	if n := testenv.MetricValue(t, reg, "dubbogw_connections", nil); n != 3 {
+		t.Errorf("dubbogw_connections = %v, want 3", n)
+	}
+}
