@@ -269,7 +269,7 @@ func (a *args) write(e *hessian.Encoder) error {
 	case bodyPositional:
 		if len(h.params) == h.bodyParams {
 			if err := h.enc.EncodeArgsContext(a.ctx, e, a.body, h.bodyTypes); err != nil {
-				if a.ctx.Err() != nil {
+				if isContextErr(err) {
 					return err // the deadline passed: a 504, not the client's mistake
 				}
 				return &argError{msg: "arguments from the body: " + err.Error()}
@@ -321,4 +321,12 @@ func paramErr(p *param, err error) error {
 		return badArg(p, "%s", pe.Msg)
 	}
 	return badArg(p, "%v", err)
+}
+
+// isContextErr says whether encoding the arguments stopped because the
+// route's deadline passed (or the client left), rather than on something
+// wrong with them. Judged by the error, not by the context afterwards: a
+// body the client got wrong is a 400 even if the deadline passed meanwhile.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }

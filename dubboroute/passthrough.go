@@ -199,7 +199,7 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 		// fails the call unsent, and argError makes it a 400, never retried.
 		WriteArgs: func(e *hessian.Encoder) error {
 			if err := h.enc.EncodeArgsContext(ctx, e, args, types); err != nil {
-				if ctx.Err() != nil {
+				if isContextErr(err) {
 					return err // the deadline passed: a 504, not the client's mistake
 				}
 				return &argError{msg: "args: " + err.Error()}
