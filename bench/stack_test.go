@@ -98,6 +98,7 @@ shutdown: {delay: 0s, drain_timeout: 5s}
 # lookup, and the stack shares two cores with the load generator (and, in
 # the smoke test, with the race detector and other packages' tests).
 redis: {address: %q, timeout: 1s}
+server: {max_connections_per_ip: 0}   # the load generator is one client with many connections
 registries:
   demo:
     providers:

@@ -56,6 +56,7 @@ func TestSeedIncident003(t *testing.T) {
 	t.Cleanup(upstream.Close)
 	tg := startGW(t, fmt.Sprintf(`
 redis: {address: %q, timeout: 50ms, breaker: {max_failures: 5, open_for: 1s}}
+server: {max_connections_per_ip: 0}   # the load generator is one client with up to 256 connections
 upstreams: {u: {targets: [{url: %q}]}}
 routes:
   - name: auth

@@ -35,6 +35,10 @@ admin: {listen: %q, pprof: true}
 log: {level: warn}
 access_log: {output: %q}
 shutdown: {delay: 0s, drain_timeout: 5s}
+# The load generator is one client on loopback with up to 512 connections:
+# exempt it from the per-client connection cap, as a load balancer in
+# front would be (and as gateways before the cap accept this key too).
+server: {trusted_proxies: ["127.0.0.1/32"]}
 redis: {address: %q}
 registries:
 `, spec.listen, spec.admin, spec.accessLog, spec.redis)
