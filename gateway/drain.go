@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,26 +19,42 @@ type connStates struct {
 
 // connMark is a connection's last state and when it entered it.
 type connMark struct {
-	mu    sync.Mutex
-	state http.ConnState
-	since time.Time
+	state atomic.Int32 // http.ConnState
+	since atomic.Int64 // UnixNano
 }
 
-// track is the http.Server.ConnState hook.
+// set records state from now. The time goes first: a reader that sees the
+// new state sees its time too, and one that sees the new time with the old
+// state (idle) counts it idle for less, which only makes the drain wait.
+func (m *connMark) set(state http.ConnState, now time.Time) {
+	m.since.Store(now.UnixNano())
+	m.state.Store(int32(state))
+}
+
+// track is the http.Server.ConnState hook. It runs twice per request (the
+// connection turns active, then idle): a connection accepted by the
+// limiting listener carries its mark, so those cost two atomic stores and
+// no map lookup; the map changes once per connection.
 func (s *connStates) track(c net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateClosed, http.StateHijacked:
 		s.conns.Delete(c)
 		return
 	case http.StateNew:
-		s.conns.Store(c, &connMark{state: state, since: time.Now()})
+		m := &connMark{}
+		if lc, ok := c.(*limitedConn); ok {
+			m = &lc.mark
+		}
+		m.set(state, time.Now())
+		s.conns.Store(c, m)
+		return
+	}
+	if lc, ok := c.(*limitedConn); ok {
+		lc.mark.set(state, time.Now())
 		return
 	}
 	if v, ok := s.conns.Load(c); ok {
-		m := v.(*connMark)
-		m.mu.Lock()
-		m.state, m.since = state, time.Now()
-		m.mu.Unlock()
+		v.(*connMark).set(state, time.Now())
 	}
 }
 
@@ -48,9 +65,8 @@ func (s *connStates) youngestIdle(grace time.Duration) (time.Duration, bool) {
 	youngest, found := grace, false
 	s.conns.Range(func(_, v any) bool {
 		m := v.(*connMark)
-		m.mu.Lock()
-		state, idle := m.state, now.Sub(m.since)
-		m.mu.Unlock()
+		state := http.ConnState(m.state.Load())
+		idle := now.Sub(time.Unix(0, m.since.Load()))
 		if state == http.StateIdle && idle < youngest {
 			youngest, found = idle, true
 		}

@@ -171,6 +171,7 @@ type limitedConn struct {
 	key   netip.Prefix
 	keyed bool
 	once  sync.Once
+	mark  connMark // its state, for the drain (connStates)
 }
 
 // CloseWrite half-closes the connection, as net/http does before closing
