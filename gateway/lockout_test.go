@@ -22,8 +22,12 @@ import (
 // lockoutGW starts a gateway whose /private route needs a token from r.
 func lockoutGW(t *testing.T, redisAddr, prefix string) *testGW {
 	echo := echoUpstream(t, "echo")
+	// Every client here is 127.0.0.1, the flood and the known user alike:
+	// no per-client connection cap (the flood opens a connection per
+	// request, and the cap would refuse the known user's too).
 	return startGW(t, fmt.Sprintf(`
 redis: {address: %q}
+server: {max_connections_per_ip: 0}
 upstreams: {u: {targets: [{url: %q}]}}
 routes:
   - {name: private, match: {prefix: /private}, upstream: u, filters: [{auth: {key_prefix: %q}}]}
