@@ -57,9 +57,11 @@ routes:
 	// A shared limit: a burst of 10, then one more every 6 s. 30 requests
 	// spread over both instances within a few seconds: two separate
 	// limits would allow 20. A decision Redis could not make within its
-	// deadline (a slow scheduler) falls back to the instance's local limit
-	// and is counted as such: what Redis decided must allow exactly 10 (11
-	// if the test took over 6 s), and every 200 is one of those or a
+	// 20 ms deadline (a slow scheduler) falls back to the instance's local
+	// limit and is counted as such — its script may still have run in
+	// Redis and taken a token nobody saw. So what Redis was seen to allow
+	// is at most the burst (plus one per 6 s the test took), and at least
+	// the burst less the fallbacks; every 200 is one of those or a
 	// fallback.
 	start := time.Now()
 	ok := 0
@@ -69,20 +71,22 @@ routes:
 		}
 	}
 	took := time.Since(start)
-	var byRedis, byFallback, decidedByRedis float64
+	var byRedis, byFallback, decidedByRedis, fallbacks float64
 	for _, g := range gws {
 		for _, result := range []string{"allowed", "limited"} {
 			n := testenv.MetricValue(t, g.registry, "dubbogw_ratelimit_decisions_total", map[string]string{"route": route, "result": result, "source": "redis"})
+			f := testenv.MetricValue(t, g.registry, "dubbogw_ratelimit_decisions_total", map[string]string{"route": route, "result": result, "source": "fallback"})
 			decidedByRedis += n
+			fallbacks += f
 			if result == "allowed" {
 				byRedis += n
-				byFallback += testenv.MetricValue(t, g.registry, "dubbogw_ratelimit_decisions_total", map[string]string{"route": route, "result": result, "source": "fallback"})
+				byFallback += f
 			}
 		}
 	}
-	// The burst, plus one for every 6 s the test took.
-	if most := 10 + math.Floor(took.Seconds()/6); byRedis < 10 || byRedis > most {
-		t.Errorf("Redis allowed %v of 30 requests over two instances in %s; want 10 (at most %v)", byRedis, took, most)
+	if most := 10 + math.Floor(took.Seconds()/6); byRedis < 10-fallbacks || byRedis > most {
+		t.Errorf("Redis allowed %v of 30 requests over two instances in %s (%v fallbacks); want 10 (at least %v, at most %v)",
+			byRedis, took, fallbacks, 10-fallbacks, most)
 	}
 	if float64(ok) != byRedis+byFallback {
 		t.Errorf("%d requests allowed; Redis allowed %v and the fallback %v", ok, byRedis, byFallback)
