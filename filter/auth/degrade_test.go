@@ -23,10 +23,13 @@ func TestStaleIfError(t *testing.T) {
 	for _, tok := range []string{"known", "revoked", "never-looked-up"} {
 		setToken(t, raw, prefix+tok, fmt.Sprintf(`{"userId":"u-%s"}`, tok), time.Hour)
 	}
-	// A short deadline (the point is an answer while Redis is away), and a
-	// breaker that never opens: what is tested here is the filter's part.
+	// A short deadline (the point is an answer while Redis is away), a
+	// breaker that never opens, and no client-side cache: while a frozen
+	// Redis's connection is not yet known dead, its cache would still
+	// answer (rightly), and what is tested here is the filter's part.
+	off := false
 	rc := newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(200 * time.Millisecond),
-		Breaker: config.RedisBreaker{MaxFailures: 1000}})
+		Breaker: config.RedisBreaker{MaxFailures: 1000}, ClientCache: config.ClientCache{Enabled: &off}})
 	zero := config.Duration(0)
 	open := newGateway(t, config.Auth{KeyPrefix: prefix}, rc)
 	closed := newGateway(t, config.Auth{KeyPrefix: prefix, StaleIfError: &zero}, rc)
