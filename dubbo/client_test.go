@@ -513,7 +513,13 @@ func TestReconnect(t *testing.T) {
 		}
 		return errors.Is(err, ErrConnect)
 	})
-	_, err := c.Invoke(callCtx(t, 5*time.Second), addr, echoCall("x"))
+	// The reason comes with the error once a redial has failed: right
+	// after the close none may have been tried yet ("not connected").
+	var err error
+	eventually(t, "ErrConnect with the last dial error", func() bool {
+		_, err = c.Invoke(callCtx(t, 5*time.Second), addr, echoCall("x"))
+		return strings.Contains(fmt.Sprint(err), "(reconnecting; last error: ")
+	})
 	wantErr(t, err, ErrConnect, addr, "not connected (reconnecting; last error: ")
 
 	startProvider(t, addr, echo)

@@ -98,11 +98,18 @@ func (f *zkFixture) ensure(t *testing.T, path string) {
 // fixture's session) and returns the node's path.
 func (f *zkFixture) provide(t *testing.T, iface, addr, params string) string {
 	t.Helper()
+	return f.provideNode(t, iface, addr, params, zk.FlagEphemeral)
+}
+
+// provideNode registers a provider node with flags (0: persistent, for a
+// test whose ZooKeeper restarts may outlast the fixture's own session).
+func (f *zkFixture) provideNode(t *testing.T, iface, addr, params string, flags int32) string {
+	t.Helper()
 	dir := "/" + f.root + "/" + iface + "/providers"
 	f.ensure(t, dir)
 	u := "dubbo://" + addr + "/" + iface + "?anyhost=true&interface=" + iface + "&side=provider&timestamp=1" + params
 	path := dir + "/" + url.QueryEscape(u)
-	if _, err := f.conn.Create(path, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := f.conn.Create(path, nil, flags, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("registering %s: %v", u, err)
 	}
 	return path
@@ -828,7 +835,10 @@ func TestZooKeeperOutagesUnderLoad(t *testing.T) {
 	}
 	f, srv := newPrivateZKFixture(t)
 	proxy := testenv.StartProxy(t, srv.Addr())
-	f.provide(t, "com.example.demo.UserService", startProvider(t), "")
+	// Persistent: on a loaded machine a ZooKeeper restart can outlast the
+	// fixture's own 10 s session, whose ephemeral node would then go (and
+	// the list rightly be empty); what is tested is the gateway's session.
+	f.provideNode(t, "com.example.demo.UserService", startProvider(t), "", 0)
 	tg := startGW(t, fmt.Sprintf(`
 registries:
   zk: {type: zookeeper, address: %q, root: %s, session_timeout: 2s, timeout: 1s, startup_wait: 3s}
