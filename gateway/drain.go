@@ -58,37 +58,56 @@ func (s *connStates) track(c net.Conn, state http.ConnState) {
 	}
 }
 
-// youngestIdle says how long the most recently idled keep-alive connection
-// has been idle, and whether there is one idle for less than grace.
-func (s *connStates) youngestIdle(grace time.Duration) (time.Duration, bool) {
+// settling says how long until no keep-alive connection is both idle and
+// idle for less than grace, and whether any connection is still settling:
+// idle for less than grace, or active since less than grace (a response
+// that began before the drain may end any moment, and its connection then
+// turns idle without Connection: close).
+func (s *connStates) settling(grace time.Duration) (wait time.Duration, found bool) {
 	now := time.Now()
-	youngest, found := grace, false
 	s.conns.Range(func(_, v any) bool {
 		m := v.(*connMark)
 		state := http.ConnState(m.state.Load())
-		idle := now.Sub(time.Unix(0, m.since.Load()))
-		if state == http.StateIdle && idle < youngest {
-			youngest, found = idle, true
+		age := now.Sub(time.Unix(0, m.since.Load()))
+		switch {
+		case state == http.StateIdle && age < grace:
+			wait, found = max(wait, grace-age), true
+		case state == http.StateActive && age < grace:
+			wait, found = max(wait, settlePoll), true
 		}
 		return true
 	})
-	return youngest, found
+	return min(wait, grace), found
 }
 
+// settlePoll is how often the drain looks again at connections that were
+// active when it looked.
+const settlePoll = 10 * time.Millisecond
+
 // waitIdleGrace returns once no keep-alive connection has been idle for
-// less than grace (or ctx ends), so that closing the idle ones then does
-// not cut a request a client had just sent. Every response since the
-// drain began says Connection: close, so no connection turns idle anew
-// (except one whose response began before): the wait is about grace.
+// less than grace, nor turned active less than grace ago — so that
+// closing the idle ones then does not cut a request a client had just
+// sent — or once ctx ends, and in any case after twice grace: new
+// connections keep arriving until the listener closes, and must not hold
+// the drain. Every response since the drain began says Connection: close,
+// so only responses that began before it leave connections idle anew.
 func (s *connStates) waitIdleGrace(ctx context.Context, grace time.Duration) {
-	for grace > 0 {
-		idle, found := s.youngestIdle(grace)
+	if grace <= 0 {
+		return
+	}
+	limit := time.NewTimer(2 * grace)
+	defer limit.Stop()
+	for {
+		wait, found := s.settling(grace)
 		if !found {
 			return
 		}
-		t := time.NewTimer(grace - idle)
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
+		case <-limit.C:
+			t.Stop()
+			return
 		case <-ctx.Done():
 			t.Stop()
 			return
