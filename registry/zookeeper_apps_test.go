@@ -911,6 +911,7 @@ func TestZooKeeperAppsZooKeeperRestart(t *testing.T) {
 	checkAddrs(t, d, inst(1).addr(), inst(2).addr())
 
 	server.Start()
+	e.reconnectAdmin()
 	e.addInstance(e.admin, inst(3), 0)
 	e.remove(i1)
 	// The deleted instance's node may keep an orphan exists watch (read

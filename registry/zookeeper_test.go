@@ -555,6 +555,7 @@ func TestZooKeeperRestart(t *testing.T) {
 	}
 
 	server.Start()
+	e.reconnectAdmin()
 	e.addProvider(e.admin, iface, "10.3.0.3:20880", "", 0)
 	r.waitUntil(t, "current again", func() bool {
 		st := r.Status()
