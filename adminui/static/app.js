@@ -165,8 +165,7 @@ function setStatus(text, cls) {
 // sent as a bearer token with every call.
 const TOKEN_KEY = 'dubbogw-admin-token';
 
-function authHeaders() {
-  const token = sessionStorage.getItem(TOKEN_KEY);
+function authHeaders(token) {
   return token ? { Authorization: `Bearer ${token}` } : {};
 }
 
@@ -192,11 +191,15 @@ $('login').addEventListener('submit', (event) => {
 });
 
 async function fetchText(path) {
+  const sent = sessionStorage.getItem(TOKEN_KEY);
   const response = await fetch(path, {
-    cache: 'no-store', headers: authHeaders(), signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+    cache: 'no-store', headers: authHeaders(sent), signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
   });
   if (response.status === 401) {
-    askToken();
+    // A 401 to a call sent before the token was typed (still in flight
+    // when it was) says nothing of the new token: only ask again when
+    // the token refused is the one kept.
+    if (sessionStorage.getItem(TOKEN_KEY) === sent) askToken();
     throw new Error('the admin API needs the admin token');
   }
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
