@@ -227,6 +227,7 @@ func TestDeadlines(t *testing.T) {
 	s := testenv.StartRedis(t, "")
 	const timeout = 100 * time.Millisecond
 	c, reg := newClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(timeout), Breaker: config.RedisBreaker{MaxFailures: 1000}}, true)
+	patient, _ := newClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(time.Minute)}, true)
 	raw := rawClient(t, s.Addr())
 	ctx := ctxTimeout(t, 10*time.Second)
 	testenv.WaitFor(t, 10*time.Second, "a first answer within the 100ms deadline", func() bool {
@@ -263,12 +264,20 @@ func TestDeadlines(t *testing.T) {
 	short, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	expectTimeout("Get, caller deadline 30ms", 30*time.Millisecond, func() error { _, _, _, err := c.Get(short, "k3"); return err })
+	expectTimeout("GetWithin a minute, client timeout 100ms", timeout, func() error {
+		_, _, _, err := c.GetWithin(context.Background(), "k4", time.Minute)
+		return err
+	})
+	expectTimeout("GetWithin 100ms, client timeout a minute", timeout, func() error {
+		_, _, _, err := patient.GetWithin(context.Background(), "k5", timeout)
+		return err
+	})
 	expectTimeout("EvalInts", timeout, func() error { _, err := c.EvalInts(context.Background(), "return {1}", nil, nil); return err })
 	expectTimeout("Do", timeout, func() error {
 		return c.Do(context.Background(), "ping", func(b rueidis.Builder) rueidis.Completed { return b.Ping().Build() }).Error()
 	})
-	if got := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "timeout"}) - timeouts; got != 4 {
-		t.Errorf("timeouts counted %v, want 4", got)
+	if got := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "timeout"}) - timeouts; got != 5 {
+		t.Errorf("timeouts counted %v, want 5", got)
 	}
 }
 

@@ -21,16 +21,24 @@ import (
 // deletion, through CLIENT TRACKING); the cache entry's age is taken off
 // the cached PTTL, so pttl is the key's real TTL, not the cache's.
 func (c *Client) Get(ctx context.Context, key string) (value string, pttl time.Duration, found bool, err error) {
+	return c.GetWithin(ctx, key, 0)
+}
+
+// GetWithin is Get with a deadline of at most timeout from now (0 or more
+// than the client's timeout: the client's). Unlike a context.WithTimeout
+// around Get, a shorter timeout costs nothing on a cache hit: the timer is
+// only started when the command goes to Redis.
+func (c *Client) GetWithin(ctx context.Context, key string, timeout time.Duration) (value string, pttl time.Duration, found bool, err error) {
 	if c.tracer != nil {
-		return c.getTraced(ctx, key)
+		return c.getTraced(ctx, key, timeout)
 	}
-	value, pttl, found, _, err = c.getValue(ctx, key)
+	value, pttl, found, _, err = c.getValue(ctx, key, timeout)
 	return value, pttl, found, err
 }
 
-// getValue is Get, telling also whether the client-side cache answered.
-func (c *Client) getValue(ctx context.Context, key string) (value string, pttl time.Duration, found, cacheHit bool, err error) {
-	cl, err := c.begin(ctx, c.get)
+// getValue is GetWithin, telling also whether the client-side cache answered.
+func (c *Client) getValue(ctx context.Context, key string, timeout time.Duration) (value string, pttl time.Duration, found, cacheHit bool, err error) {
+	cl, err := c.begin(ctx, c.get, timeout)
 	if err != nil {
 		return "", 0, false, false, err
 	}
@@ -118,7 +126,7 @@ func remainingTTL(reply, pxat int64, cacheTTL time.Duration, now time.Time) (ptt
 // SHA1 of each script text is computed once.
 func (c *Client) EvalInts(ctx context.Context, script string, keys, args []string) ([]int64, error) {
 	sha := c.scripts.get(script, sha1Hex)
-	cl, err := c.begin(ctx, c.evalsha)
+	cl, err := c.begin(ctx, c.evalsha, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +161,7 @@ func (c *Client) Do(ctx context.Context, name string, build func(b rueidis.Build
 	if rc != nil {
 		cmd = build(rc.B()) // before begin: a panicking build holds no pending slot
 	}
-	cl, err := c.begin(ctx, c.commandMetrics(name))
+	cl, err := c.begin(ctx, c.commandMetrics(name), 0)
 	if err != nil {
 		return rueidis.NewErrorResult(err)
 	}
@@ -190,7 +198,10 @@ type call struct {
 // begin admits a command: connected, breaker closed (or this is its probe),
 // a deadline, and a pending slot waited for at most until the deadline.
 // On error the command is over (counted) and must not call finish.
-func (c *Client) begin(ctx context.Context, m *commandMetrics) (call, error) {
+func (c *Client) begin(ctx context.Context, m *commandMetrics, timeout time.Duration) (call, error) {
+	if timeout <= 0 || timeout > c.timeout {
+		timeout = c.timeout
+	}
 	cl := call{caller: ctx, m: m, start: time.Now()}
 	rc := c.rc.Load()
 	if rc == nil || c.closed.Load() {
@@ -204,8 +215,8 @@ func (c *Client) begin(ctx context.Context, m *commandMetrics) (call, error) {
 		return cl, c.fail(&cl, resultBreakerOpen, ErrBreakerOpen)
 	}
 	cl.rc, cl.probe, cl.ctx = rc.Client, probe, ctx
-	if d, has := ctx.Deadline(); !has || d.Sub(cl.start) > c.timeout {
-		cl.dl = newDeadlineContext(ctx, cl.start.Add(c.timeout))
+	if d, has := ctx.Deadline(); !has || d.Sub(cl.start) > timeout {
+		cl.dl = newDeadlineContext(ctx, cl.start.Add(timeout))
 		cl.ctx = cl.dl
 	}
 	if err := c.acquire(cl.ctx); err != nil {

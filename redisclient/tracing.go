@@ -30,10 +30,10 @@ var getAttributes = trace.WithAttributes(
 
 // getTraced is Get inside a client span saying whether the key was found
 // and whether the client-side cache answered.
-func (c *Client) getTraced(ctx context.Context, key string) (string, time.Duration, bool, error) {
+func (c *Client) getTraced(ctx context.Context, key string, timeout time.Duration) (string, time.Duration, bool, error) {
 	ctx, span := c.tracer.Start(ctx, "GET", trace.WithSpanKind(trace.SpanKindClient), getAttributes)
 	defer span.End()
-	value, pttl, found, hit, err := c.getValue(ctx, key)
+	value, pttl, found, hit, err := c.getValue(ctx, key, timeout)
 	span.SetAttributes(
 		attribute.Bool("db.redis.cache_hit", hit),
 		attribute.Bool("db.redis.found", found),

@@ -51,15 +51,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.m.unknown.Inc()
 		defer func() { <-h.unknownSlots; h.m.unknown.Dec() }()
 	}
-	ctx := r.Context()
-	var cancel context.CancelFunc
-	if h.ownTimeout {
-		ctx, cancel = context.WithTimeout(ctx, h.timeout)
-	}
-	value, pttl, found, err := h.store.Lookup(ctx, token)
-	if cancel != nil {
-		cancel()
-	}
+	value, pttl, found, err := h.store.Lookup(r.Context(), token) // within the timeout: the store's
 	now := time.Now()
 	took := now.Sub(start).Seconds()
 	var id *identity

@@ -63,7 +63,6 @@ type Deps struct {
 type Filter struct {
 	store        Store
 	timeout      time.Duration
-	ownTimeout   bool // the lookup needs a context deadline of its own (the store has none as short)
 	token        tokenSource
 	stripHeaders []string // canonical names of the identity headers, removed from every request
 	fields       fields
@@ -163,8 +162,7 @@ func New(cfg *config.Auth, deps Deps) (*Filter, error) {
 		if deps.Redis == nil {
 			return nil, errors.New("store: the redis store needs the top-level redis: section (redis.address); or use store: memory")
 		}
-		f.store = &redisStore{client: deps.Redis, prefix: orDefault(cfg.KeyPrefix, defaultKeyPrefix)}
-		f.ownTimeout = f.timeout < deps.Redis.Timeout()
+		f.store = &redisStore{client: deps.Redis, prefix: orDefault(cfg.KeyPrefix, defaultKeyPrefix), timeout: f.timeout}
 	case "memory":
 		if len(cfg.Tokens) == 0 {
 			return nil, errors.New("tokens: the memory store needs tokens: token → JSON value")

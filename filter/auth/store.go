@@ -14,7 +14,8 @@ import (
 type Store interface {
 	// Lookup returns token's JSON value and its remaining TTL (-1 when it
 	// has none); found is false, with no error, when the token is unknown
-	// or expired.
+	// or expired. It gives up after the filter's timeout (a store that
+	// goes over the network bounds the call itself).
 	Lookup(ctx context.Context, token string) (value string, pttl time.Duration, found bool, err error)
 	// Renew sets token's TTL to window if it is below threshold now (a
 	// token without TTL is left alone), and reports whether it did.
@@ -24,12 +25,13 @@ type Store interface {
 // redisStore keeps tokens in Redis under prefix+token, shared by every
 // gateway instance; lookups go through the client-side cache.
 type redisStore struct {
-	client *redisclient.Client
-	prefix string
+	client  *redisclient.Client
+	prefix  string
+	timeout time.Duration // the filter's lookup timeout
 }
 
 func (s *redisStore) Lookup(ctx context.Context, token string) (string, time.Duration, bool, error) {
-	return s.client.Get(ctx, s.prefix+token)
+	return s.client.GetWithin(ctx, s.prefix+token, s.timeout)
 }
 
 // renewScript extends a key's TTL only while it is below the threshold, so
