@@ -67,7 +67,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(ctx)
 
 	rm := g.serve(t, rec, r, info)
-	rec.armWrite() // net/http writes what is buffered once this returns
+	now := time.Now()
+	rec.armWriteAt(now) // net/http writes what is buffered once this returns
 
 	status := rec.status
 	if status == 0 {
@@ -77,7 +78,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusOK
 		}
 	}
-	d := time.Since(start)
+	d := now.Sub(start)
 	rm.count(status)
 	rm.duration.Observe(d.Seconds())
 	if info.ErrorCode != "" {
@@ -264,14 +265,24 @@ type recorder struct {
 
 // armWrite renews the write deadline before a write once a quarter of
 // write_timeout has passed since it was set, so that every write has at
-// least three quarters of it (a long or late response is not cut), while
-// a client that reads nothing blocks a write, and holds its slot, no
-// longer than write_timeout. Most responses renew it never.
+// least half of it (a long or late response is not cut; the connection
+// may keep a deadline up to a quarter earlier than asked, see
+// limitedConn.SetWriteDeadline), while a client that reads nothing blocks
+// a write, and holds its slot, no longer than write_timeout. Most
+// responses renew it never.
 func (w *recorder) armWrite() {
 	if w.writeTimeout == 0 || w.conn == nil {
 		return
 	}
-	if now := time.Now(); !now.Before(w.renewAt) {
+	w.armWriteAt(time.Now())
+}
+
+// armWriteAt is armWrite at now.
+func (w *recorder) armWriteAt(now time.Time) {
+	if w.writeTimeout == 0 || w.conn == nil {
+		return
+	}
+	if !now.Before(w.renewAt) {
 		_ = w.conn.SetWriteDeadline(now.Add(w.writeTimeout))
 		w.renewAt = now.Add(w.writeTimeout / 4)
 	}

@@ -49,7 +49,8 @@ const rejectLogEvery = 10 * time.Second
 // closed at once, in the accept loop: it costs no goroutine.
 type limitListener struct {
 	net.Listener
-	maxTotal, maxPerIP int // 0: no cap
+	maxTotal, maxPerIP int           // 0: no cap
+	writeSlack         time.Duration // for each connection's write deadline (limitedConn.SetWriteDeadline)
 	exempt             func(netip.Addr) bool
 	log                *slog.Logger
 	open               prometheus.Gauge
@@ -63,9 +64,9 @@ type limitListener struct {
 	unlogged atomic.Int64 // refusals since
 }
 
-func newLimitListener(ln net.Listener, maxTotal, maxPerIP int, exempt func(netip.Addr) bool, m *metrics, log *slog.Logger) *limitListener {
+func newLimitListener(ln net.Listener, maxTotal, maxPerIP int, writeSlack time.Duration, exempt func(netip.Addr) bool, m *metrics, log *slog.Logger) *limitListener {
 	return &limitListener{
-		Listener: ln, maxTotal: maxTotal, maxPerIP: maxPerIP, exempt: exempt, log: log,
+		Listener: ln, maxTotal: maxTotal, maxPerIP: maxPerIP, writeSlack: writeSlack, exempt: exempt, log: log,
 		open:     m.connections,
 		rejected: [2]prometheus.Counter{m.connRejected.WithLabelValues(rejectPerIP), m.connRejected.WithLabelValues(rejectTotal)},
 		perIP:    make(map[netip.Prefix]int),
@@ -87,7 +88,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		reason := l.admit(key, keyed)
 		if reason == "" {
 			l.open.Inc()
-			return &limitedConn{Conn: c, l: l, key: key, keyed: keyed}, nil
+			return &limitedConn{Conn: c, l: l, key: key, keyed: keyed, writeSlack: l.writeSlack}, nil
 		}
 		l.refuse(c, reason)
 	}
@@ -172,6 +173,47 @@ type limitedConn struct {
 	keyed bool
 	once  sync.Once
 	mark  connMark // its state, for the drain (connStates)
+
+	// writeSlack: a write deadline asked for that is later than the one set
+	// by less than this is not set (see SetWriteDeadline); 0: always set.
+	writeSlack time.Duration
+	deadlineMu sync.Mutex
+	writeBy    int64 // the write deadline set, UnixNano; 0: none
+}
+
+// SetWriteDeadline sets the write deadline, unless t is later than the
+// one already set by less than writeSlack: net/http asks for now +
+// write_timeout at every request on a keep-alive connection, and each
+// setting is a timer update. With a slack of a quarter of write_timeout,
+// a write still has at least three quarters of it (the deadline kept is
+// at most that much earlier than asked), a client that reads nothing
+// still blocks a write no longer than write_timeout, and a busy
+// connection updates its timer about once per quarter of write_timeout
+// rather than once per request. Earlier and cleared deadlines are always
+// set.
+func (c *limitedConn) SetWriteDeadline(t time.Time) error {
+	c.deadlineMu.Lock()
+	defer c.deadlineMu.Unlock()
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+		if c.writeSlack > 0 && c.writeBy != 0 && ns >= c.writeBy && ns-c.writeBy < int64(c.writeSlack) {
+			return nil
+		}
+	}
+	c.writeBy = ns
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets both deadlines, as the connection's own does.
+func (c *limitedConn) SetDeadline(t time.Time) error {
+	c.deadlineMu.Lock()
+	defer c.deadlineMu.Unlock()
+	c.writeBy = 0
+	if !t.IsZero() {
+		c.writeBy = t.UnixNano()
+	}
+	return c.Conn.SetDeadline(t)
 }
 
 // CloseWrite half-closes the connection, as net/http does before closing
@@ -209,7 +251,7 @@ func (g *Gateway) limitConnections(ln net.Listener, s config.Server) net.Listene
 	if s.MaxConnectionsPerIP != nil {
 		maxPerIP = *s.MaxConnectionsPerIP
 	}
-	return newLimitListener(ln, maxTotal, maxPerIP, g.trustedPeer, g.metrics, g.log)
+	return newLimitListener(ln, maxTotal, maxPerIP, s.WriteTimeout.D()/4, g.trustedPeer, g.metrics, g.log)
 }
 
 // trustedPeer reports whether ip is one of server.trusted_proxies.

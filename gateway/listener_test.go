@@ -44,7 +44,7 @@ func TestTrustedProxiesAreNotCappedPerIP(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg, zero)
 	exempt := func(ip netip.Addr) bool { return ip == netip.MustParseAddr("127.0.0.1") }
-	ln := newLimitListener(inner, 3, 1, exempt, m, slog.New(slog.DiscardHandler))
+	ln := newLimitListener(inner, 3, 1, 0, exempt, m, slog.New(slog.DiscardHandler))
 	defer ln.Close()
 	accepted := make(chan net.Conn, 10)
 	go func() {
@@ -85,5 +85,56 @@ func TestTrustedProxiesAreNotCappedPerIP(t *testing.T) {
 	}
 	if n := testenv.MetricValue(t, reg, "dubbogw_connections", nil); n != 3 {
 		t.Errorf("dubbogw_connections = %v, want 3", n)
+	}
+}
+
+// deadlineConn records the write deadlines set on it.
+type deadlineConn struct {
+	net.Conn
+	set []time.Time
+}
+
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error { c.set = append(c.set, t); return nil }
+func (c *deadlineConn) SetDeadline(t time.Time) error      { c.set = append(c.set, t); return nil }
+
+// TestWriteDeadlineSlack: a later write deadline within the slack of the
+// one set is not set again (net/http asks for one per request); earlier,
+// cleared and farther ones are.
+func TestWriteDeadlineSlack(t *testing.T) {
+	inner := &deadlineConn{}
+	c := &limitedConn{Conn: inner, writeSlack: 10 * time.Second}
+	t0 := time.Unix(1_000_000, 0)
+	steps := []struct {
+		at   time.Time
+		sets bool
+	}{
+		{t0.Add(40 * time.Second), true},         // the first
+		{t0.Add(41 * time.Second), false},        // 1 s later: within the slack
+		{t0.Add(49 * time.Second), false},        // 9 s later
+		{t0.Add(50 * time.Second), true},         // 10 s later: set
+		{t0.Add(45 * time.Second), true},         // earlier: always set
+		{time.Time{}, true},                      // cleared
+		{t0.Add(45500 * time.Millisecond), true}, // none was set
+	}
+	for i, s := range steps {
+		before := len(inner.set)
+		if err := c.SetWriteDeadline(s.at); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(inner.set) > before; got != s.sets {
+			t.Errorf("step %d (%v): set %v, want %v", i, s.at, got, s.sets)
+		}
+	}
+	_ = c.SetDeadline(t0.Add(30 * time.Second)) // both deadlines: the write one is known
+	before := len(inner.set)
+	_ = c.SetWriteDeadline(t0.Add(35 * time.Second))
+	if len(inner.set) != before {
+		t.Error("a write deadline within the slack of SetDeadline's was set again")
+	}
+	none := &limitedConn{Conn: &deadlineConn{}}
+	_ = none.SetWriteDeadline(t0.Add(40 * time.Second))
+	_ = none.SetWriteDeadline(t0.Add(41 * time.Second))
+	if n := len(none.Conn.(*deadlineConn).set); n != 2 {
+		t.Errorf("without a slack %d deadlines were set, want 2", n)
 	}
 }
