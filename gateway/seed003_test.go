@@ -27,8 +27,10 @@ import (
 // polled every 5 ms) runs for 20 s against a healthy Redis and for 20 s
 // against a Redis answering 200 ms late (a delaying proxy), in four rounds
 // of 5 s each way, so that drift over the run (heap, caches) weighs on both
-// sides alike. While Redis is slow: /livez keeps its p99 under 10 ms, the
-// route without auth keeps its p99 within 1.5× (or 5 ms) of the healthy runs, the
+// sides alike. While Redis is slow: /livez and the route without auth
+// keep their p99 under 10 ms, within 1.5× + 5 ms of the healthy runs, or
+// (another process loading the machine) of each other at the same
+// moments, and their medians within 1.5× + 5 ms of the healthy ones; the
 // auth route answers within its 50 ms deadline (503 AUTH_UNAVAILABLE, the
 // configured policy), goroutines and heap stay bounded; each time Redis is
 // healthy again, valid tokens pass within 5 s.
@@ -228,18 +230,37 @@ routes:
 	p99 := func(r *loadgen.Result) time.Duration { return r.Latency.Quantile(0.99) }
 	t.Logf("p99 over %d rounds: open %v healthy, %v slow; auth %v healthy, %v slow; livez %v healthy, %v slow",
 		rounds, p99(healthy.open), p99(slow.open), p99(healthy.auth), p99(slow.auth), p99(healthy.livez), p99(slow.livez))
-	// /livez under 10 ms, or (another process loading the machine) within
-	// 1.5× + 5 ms of its p99 with Redis healthy in the same run: a /livez
-	// queued behind Redis, the seed's failure, waits its 200 ms.
-	if h, s := p99(healthy.livez), p99(slow.livez); s >= 10*time.Millisecond && s > h*3/2+5*time.Millisecond {
-		t.Errorf("/livez p99 %v with Redis slow, %v healthy; want < 10ms or within 1.5× + 5ms", s, h)
+	p50 := func(r *loadgen.Result) time.Duration { return r.Latency.Quantile(0.5) }
+	t.Logf("p50 over %d rounds: open %v healthy, %v slow; livez %v healthy, %v slow",
+		rounds, p50(healthy.open), p50(slow.open), p50(healthy.livez), p50(slow.livez))
+	// Another process on the machine moves a p99 of a few milliseconds by
+	// tens of them, in bursts no interleaving of rounds evens out. So each
+	// route that never calls Redis is held against its own healthy p99 and
+	// against the other one, measured at the same moments with Redis slow:
+	// /livez queued behind Redis (the seed's failure) would be slower than
+	// the open route, which is not; both queued behind it (the whole
+	// gateway blocked) would move their medians by Redis's 200 ms, which
+	// bursts of noise do not.
+	within := func(what string, slowP99, healthyP99, otherSlowP99 time.Duration) {
+		switch {
+		case slowP99 < 10*time.Millisecond, slowP99 <= healthyP99*3/2+5*time.Millisecond:
+		case slowP99 <= otherSlowP99*3/2+5*time.Millisecond:
+			t.Logf("%s: p99 %v with Redis slow, %v healthy: no slower than the other Redis-free route at the same time (%v): the machine, not Redis",
+				what, slowP99, healthyP99, otherSlowP99)
+		default:
+			t.Errorf("%s: p99 %v with Redis slow, %v healthy, the other Redis-free route %v at the same time; want < 10ms, within 1.5× + 5ms of healthy, or of the other route",
+				what, slowP99, healthyP99, otherSlowP99)
+		}
 	}
-	// Within 1.5× of the healthy p99, or 5 ms above it: a p99 of a few
-	// milliseconds moves by that much with whatever else the machine runs,
-	// while requests queued behind a blocked Redis (the seed's failure)
-	// would wait its 200 ms.
-	if h, s := p99(healthy.open), p99(slow.open); s > h*3/2 && s-h > 5*time.Millisecond {
-		t.Errorf("the route without auth: p99 %v with Redis slow, %v healthy; want within 1.5× or 5ms", s, h)
+	within("/livez", p99(slow.livez), p99(healthy.livez), p99(slow.open))
+	within("the route without auth", p99(slow.open), p99(healthy.open), p99(slow.livez))
+	for _, r := range []struct {
+		what          string
+		healthy, slow *loadgen.Result
+	}{{"/livez", healthy.livez, slow.livez}, {"the route without auth", healthy.open, slow.open}} {
+		if h, s := p50(r.healthy), p50(r.slow); s > h*3/2+5*time.Millisecond {
+			t.Errorf("%s: median %v with Redis slow, %v healthy; want within 1.5× + 5ms", r.what, s, h)
+		}
 	}
 	// Within its 50 ms deadline, plus 25 ms or (a loaded machine) what the
 	// healthy p99 of the same run says scheduling costs.
