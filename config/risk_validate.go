@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Defaults of Redis, the auth and rate-limit filters and adaptive
@@ -208,7 +210,7 @@ func validateAuth(ps *problems, path string, a *Auth) {
 		ps.add(path+".token", 0, "name at least one place to read the token: header, cookie or query")
 	}
 	for field, h := range a.Headers {
-		if field == "" || !validHeaderName(h) {
+		if field == "" || !httpguts.ValidHeaderFieldName(h) {
 			ps.add(keyPath(path+".headers", field), 0, "want a JSON field name mapped to an HTTP header name, got %q", h)
 		}
 	}
@@ -236,7 +238,7 @@ func validateAuth(ps *problems, path string, a *Auth) {
 func validateRateLimit(ps *problems, path string, r *RateLimit) {
 	switch k := r.Key; {
 	case k == "client_ip", k == "user", k == "route":
-	case strings.HasPrefix(k, "header:") && validHeaderName(strings.TrimPrefix(k, "header:")):
+	case strings.HasPrefix(k, "header:") && httpguts.ValidHeaderFieldName(strings.TrimPrefix(k, "header:")):
 	default:
 		ps.add(path+".key", 0, "unknown key %q (known: client_ip, user, route, header:<Name>)", k)
 	}
@@ -264,18 +266,4 @@ func validateAdaptive(ps *problems, path string, a *AdaptiveConcurrency) {
 	if a.Tolerance < 1 {
 		ps.add(path+".tolerance", 0, "must be at least 1, got %g", a.Tolerance)
 	}
-}
-
-// validHeaderName reports whether h is an HTTP header field name (RFC 9110 token).
-func validHeaderName(h string) bool {
-	if h == "" {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/dubbogw/dubbogw/exchange"
 )
 
@@ -295,7 +297,7 @@ func checkMethods(ps *problems, path string, methods []string) {
 	for i, m := range methods {
 		p := indexPath(path, i)
 		switch {
-		case !isToken(m):
+		case !httpguts.ValidHeaderFieldName(m):
 			ps.add(p, 0, "%q is not an HTTP method", m)
 		case m != strings.ToUpper(m):
 			ps.add(p, 0, "%q: methods are case-sensitive; write %s", m, strings.ToUpper(m))
@@ -491,7 +493,7 @@ func validateHeaders(ps *problems, path string, h *Headers) {
 				hp := keyPath(p+"."+op.key, name)
 				if err := checkHeaderName(name); err != nil {
 					ps.add(hp, 0, "%v", err)
-				} else if !validHeaderValue(value) {
+				} else if !httpguts.ValidHeaderFieldValue(value) {
 					// The value is not shown: header values are often secrets.
 					ps.add(hp, 0, "the value contains a control character")
 				}
@@ -818,7 +820,7 @@ func checkLogOutput(out string) error {
 
 // checkHeaderName accepts an HTTP header field name (an RFC 9110 token).
 func checkHeaderName(name string) error {
-	if !isToken(name) {
+	if !httpguts.ValidHeaderFieldName(name) {
 		return fmt.Errorf("%q is not a valid header name", name)
 	}
 	return nil
@@ -842,30 +844,6 @@ func checkIdentityHeader(name, requestIDHeader string) error {
 		return fmt.Errorf("%q is not an identity header: removing it from every request would break the request, its credentials or its id", name)
 	}
 	return nil
-}
-
-// isToken reports whether s is an RFC 9110 token (tchar+).
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderValue rejects control characters other than tab.
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 func positive(d Duration) error {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // maxHostLen is the longest host name (RFC 1035) New accepts.
@@ -213,7 +215,7 @@ func checkMethods(methods []string) error {
 			return errors.New("empty method")
 		}
 		for _, c := range m {
-			if !isTokenChar(c) || ('a' <= c && c <= 'z') {
+			if !httpguts.IsTokenRune(c) || ('a' <= c && c <= 'z') {
 				return fmt.Errorf("method %q: must be an upper-case token such as GET", m)
 			}
 		}
@@ -222,12 +224,6 @@ func checkMethods(methods []string) error {
 		}
 	}
 	return nil
-}
-
-// isTokenChar reports whether c may appear in an HTTP token (RFC 9110).
-func isTokenChar(c rune) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		strings.ContainsRune("!#$%&'*+-.^_`|~", c)
 }
 
 // parsePath splits an exact path or pattern into segments.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbogw/dubbogw/config"
@@ -228,7 +230,7 @@ func compileTokenSource(ts config.TokenSource) (tokenSource, error) {
 		cookie: ts.Cookie,
 		query:  ts.Query,
 	}
-	if !validHeaderName(s.header) {
+	if !httpguts.ValidHeaderFieldName(s.header) {
 		return s, fmt.Errorf("token.header: %q is not a header name", ts.Header)
 	}
 	return s, nil
@@ -265,7 +267,7 @@ func compileFields(cfg *config.Auth, tokenHeader string) (fields, []string, erro
 		h := headers[name]
 		canon := textproto.CanonicalMIMEHeaderKey(h)
 		switch {
-		case name == "" || !validHeaderName(h):
+		case name == "" || !httpguts.ValidHeaderFieldName(h):
 			return fs, nil, fmt.Errorf("headers: want a JSON field name mapped to an HTTP header name, got %q: %q", name, h)
 		case slices.Contains(reservedHeaders, canon) || canon == tokenHeader:
 			return fs, nil, fmt.Errorf("headers: %q may not carry identity (it frames the request or carries credentials)", h)
@@ -296,7 +298,7 @@ func compileAnonymous(rules []config.AnonymousRule) ([]anonymousRule, error) {
 			rule.path, rule.prefix = exact+"/", true
 		}
 		for _, m := range r.Methods {
-			if !validHeaderName(m) { // a method is a token too
+			if !httpguts.ValidHeaderFieldName(m) { // a method is a token too
 				return nil, fmt.Errorf("anonymous[%d].methods: %q is not a method", i, m)
 			}
 			rule.methods = append(rule.methods, strings.ToUpper(m))
@@ -304,20 +306,6 @@ func compileAnonymous(rules []config.AnonymousRule) ([]anonymousRule, error) {
 		out = append(out, rule)
 	}
 	return out, nil
-}
-
-// validHeaderName reports whether h is an HTTP token (RFC 9110).
-func validHeaderName(h string) bool {
-	if h == "" {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func orDefault[T comparable](v, def T) T {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/filter"
 )
@@ -129,7 +131,7 @@ func (p *policy) compileMethods(methods []string) error {
 			p.anyMethod = true
 			continue
 		}
-		if !isToken(m) {
+		if !httpguts.ValidHeaderFieldName(m) {
 			return fmt.Errorf("allow_methods: %q is not a method name", m)
 		}
 		p.methods = append(p.methods, strings.ToUpper(m))
@@ -247,27 +249,10 @@ func validLabels(s string) bool {
 func headerList(field string, items []string) ([]string, error) {
 	out := make([]string, 0, len(items))
 	for _, s := range items {
-		if s != "*" && !isToken(s) {
+		if s != "*" && !httpguts.ValidHeaderFieldName(s) {
 			return nil, fmt.Errorf("%s: %q is not a header name", field, s)
 		}
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-// isToken reports whether s is an RFC 9110 token (header and method names).
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbogw/dubbogw/config"
@@ -221,29 +223,12 @@ func parseKey(key string) (keyKind, string, error) {
 		return keyRoute, "", nil
 	}
 	if name, ok := strings.CutPrefix(key, "header:"); ok {
-		if !validHeaderName(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			return 0, "", fmt.Errorf("key: %q: bad header name", key)
 		}
 		return keyHeader, textproto.CanonicalMIMEHeaderKey(name), nil
 	}
 	return 0, "", fmt.Errorf("key: %q: want client_ip, user, route or header:<Name>", key)
-}
-
-// validHeaderName reports whether name is a non-empty HTTP token (RFC 9110).
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // metrics are the filter's metric families, shared by the filters of every
