@@ -188,7 +188,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a, aerr := h.resolve(r, body)
 	if aerr != nil {
 		h.refuse(r, aerr.msg)
-		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, aerr.msg)
+		exchange.Fail(w, r, exchange.CodeBadRequest, aerr.msg)
 		return
 	}
 	a.ctx = ctx
@@ -219,7 +219,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if len(providers) == 0 {
 		// No provider: answer at once; the directory stays subscribed and
 		// traffic flows as soon as one registers.
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider,
+		exchange.Fail(w, r, exchange.CodeNoProvider,
 			"no provider for "+dir.Key().String())
 		return
 	}
@@ -245,7 +245,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	}
 	out, err := jsonbridge.AppendJSON(make([]byte, 0, 512), v, &h.jsonOpts)
 	if err != nil {
-		exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway, "the result cannot be written as JSON: "+err.Error())
+		exchange.Fail(w, r, exchange.CodeBadGateway, "the result cannot be written as JSON: "+err.Error())
 		return
 	}
 	out = append(out, '\n')
@@ -340,19 +340,19 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, errBudget):
 		h.refuse(r, err.Error())
 		w.Header().Set("Retry-After", "1")
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeShed, "route "+h.route+" "+err.Error()+"; retry later")
+		exchange.Fail(w, r, exchange.CodeShed, "route "+h.route+" "+err.Error()+"; retry later")
 	case errors.As(err, &ae):
 		h.refuse(r, ae.msg)
-		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, ae.msg)
+		exchange.Fail(w, r, exchange.CodeBadRequest, ae.msg)
 	case errors.As(err, &mbe):
-		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
+		exchange.Fail(w, r, exchange.CodeTooLarge,
 			fmt.Sprintf("request body exceeds the limit of %d bytes", mbe.Limit))
 	case errors.Is(err, dubbo.ErrPayloadTooLarge):
 		// The arguments encode to more than a provider accepts: never sent.
-		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
+		exchange.Fail(w, r, exchange.CodeTooLarge,
 			"the arguments encode to more than the provider's payload limit (dubbo.max_payload)")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, "the request body ended before its Content-Length")
+		exchange.Fail(w, r, exchange.CodeBadRequest, "the request body ended before its Content-Length")
 	case errors.As(err, &be):
 		msg := "the provider threw an exception"
 		if be.Exception != nil {
@@ -360,30 +360,30 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		exchange.WriteError(w, r, h.cfg.ExceptionStatus, exchange.CodeDubboException, msg)
 	case errors.Is(err, cluster.ErrBreakerOpen):
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeBreakerOpen, "circuit breaker open for route "+h.route+": failing fast")
+		exchange.Fail(w, r, exchange.CodeBreakerOpen, "circuit breaker open for route "+h.route+": failing fast")
 	case errors.Is(err, cluster.ErrNoProvider):
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, h.detail(r, err, "no provider available for "+h.serviceName()))
+		exchange.Fail(w, r, exchange.CodeNoProvider, h.detail(r, err, "no provider available for "+h.serviceName()))
 	case errors.As(err, &se):
 		switch se.Status {
 		case protocol.StatusClientTimeout, protocol.StatusServerTimeout:
-			exchange.WriteError(w, r, http.StatusGatewayTimeout, exchange.CodeTimeout, h.detail(r, err, h.serviceName()+" answered "+se.Status.String()))
+			exchange.Fail(w, r, exchange.CodeTimeout, h.detail(r, err, h.serviceName()+" answered "+se.Status.String()))
 		case protocol.StatusThreadpoolExhausted:
-			exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeOverloaded, h.detail(r, err, h.serviceName()+" answered "+se.Status.String()))
+			exchange.Fail(w, r, exchange.CodeOverloaded, h.detail(r, err, h.serviceName()+" answered "+se.Status.String()))
 		default:
-			exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway, h.detail(r, err, h.serviceName()+" answered "+se.Status.String()))
+			exchange.Fail(w, r, exchange.CodeBadGateway, h.detail(r, err, h.serviceName()+" answered "+se.Status.String()))
 		}
 	case errors.Is(err, dubbo.ErrOverloaded):
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeOverloaded,
+		exchange.Fail(w, r, exchange.CodeOverloaded,
 			h.detail(r, err, "the connection to the provider is at its pending-call limit; retry later"))
 	case errors.Is(err, context.DeadlineExceeded):
-		exchange.WriteError(w, r, http.StatusGatewayTimeout, exchange.CodeTimeout,
+		exchange.Fail(w, r, exchange.CodeTimeout,
 			fmt.Sprintf("no answer from %s within %s", h.serviceName(), h.timeout))
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		if info := exchange.From(r.Context()); info != nil {
 			info.ErrorCode = exchange.CodeClientClosed
 		}
 	default:
-		exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway,
+		exchange.Fail(w, r, exchange.CodeBadGateway,
 			h.detail(r, err, "the call to "+h.serviceName()+" failed: the provider could not be reached or broke the exchange"))
 	}
 }

@@ -142,7 +142,7 @@ func parsePassthrough(raw []byte) (passthroughBody, error) {
 func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r *http.Request, raw []byte) {
 	iface, method := exchange.PathValue(r, "interface"), exchange.PathValue(r, "method")
 	if !h.passthrough.allowed(iface) {
-		exchange.WriteError(w, r, http.StatusForbidden, exchange.CodeForbidden, "interface "+iface+" is not allowed on this route")
+		exchange.Fail(w, r, exchange.CodeForbidden, "interface "+iface+" is not allowed on this route")
 		return
 	}
 	if !config.JavaIdent(method) {
@@ -215,15 +215,15 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 	case errors.Is(err, registry.ErrNotRegistered):
 		// As for a subscribed service without provider: clients need not
 		// tell the two apart (dubbogw_references_refused_total does).
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, "no provider for "+key.String())
+		exchange.Fail(w, r, exchange.CodeNoProvider, "no provider for "+key.String())
 		return
 	case err != nil:
 		w.Header().Set("Retry-After", "1")
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeSubscribeLimit,
+		exchange.Fail(w, r, exchange.CodeSubscribeLimit,
 			"cannot subscribe to "+key.String()+" now: "+err.Error()+"; retry later")
 		return
 	case ref == nil: // the registry is being replaced by a reload
-		exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeNoProvider, "the registry is closing; retry")
+		exchange.Fail(w, r, exchange.CodeNoProvider, "the registry is closing; retry")
 		return
 	}
 	hashKey := ""
@@ -253,5 +253,5 @@ func (h *Handler) clientAttachment(k string) string {
 // badRequest answers 400 BAD_REQUEST with msg and logs it (bounded).
 func (h *Handler) badRequest(w http.ResponseWriter, r *http.Request, msg string) {
 	h.refuse(r, msg)
-	exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, msg)
+	exchange.Fail(w, r, exchange.CodeBadRequest, msg)
 }

@@ -97,14 +97,14 @@ func WriteBodyError(w http.ResponseWriter, r *http.Request, err error) bool {
 	switch be.Kind {
 	case BodyTooSlow, BodyTimeout:
 		w.Header().Set("Connection", "close")
-		WriteError(w, r, http.StatusRequestTimeout, CodeRequestTimeout, be.Error())
+		Fail(w, r, CodeRequestTimeout, be.Error())
 	case BodyAborted:
 		if info := From(r.Context()); info != nil {
 			info.ErrorCode = CodeClientClosed
 		}
 	default:
 		w.Header().Set("Connection", "close")
-		WriteError(w, r, http.StatusBadRequest, CodeBadRequest, be.Error())
+		Fail(w, r, CodeBadRequest, be.Error())
 	}
 	return true
 }

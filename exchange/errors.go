@@ -9,29 +9,72 @@ import (
 // Error codes of responses the gateway produces itself. They appear in the JSON
 // error body, the access log and the dubbogw_errors_total metric.
 const (
-	CodeBadRequest       = "BAD_REQUEST"         // 400
-	CodeUnauthorized     = "UNAUTHORIZED"        // 401
-	CodeForbidden        = "FORBIDDEN"           // 403
-	CodeNoRoute          = "NO_ROUTE"            // 404
-	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"  // 405
-	CodeRequestTimeout   = "REQUEST_TIMEOUT"     // 408: the request body did not arrive in time
-	CodeTooLarge         = "PAYLOAD_TOO_LARGE"   // 413
-	CodeRateLimited      = "RATE_LIMITED"        // 429
-	CodeInternal         = "INTERNAL"            // 500
-	CodeDubboException   = "DUBBO_EXCEPTION"     // 500 (or the route's exception_status): the provider's method threw
-	CodeBadGateway       = "BAD_GATEWAY"         // 502
-	CodeNoProvider       = "NO_PROVIDER"         // 503
-	CodeNoHealthyTarget  = "NO_HEALTHY_UPSTREAM" // 503
-	CodeShed             = "SHED"                // 503
-	CodeBreakerOpen      = "BREAKER_OPEN"        // 503
-	CodeOverloaded       = "UPSTREAM_OVERLOADED" // 503: the provider, or the connection to it, is at its limit
-	CodeDraining         = "DRAINING"            // 503
-	CodeConnectionLimit  = "CONNECTION_LIMIT"    // 503: the client (or everyone) is at the connection cap
-	CodeAuthUnavailable  = "AUTH_UNAVAILABLE"    // 503: the token store cannot answer in time
-	CodeSubscribeLimit   = "SUBSCRIBE_LIMITED"   // 503: the pass-through may not subscribe to another new service now
-	CodeTimeout          = "TIMEOUT"             // 504
-	CodeClientClosed     = "CLIENT_CLOSED"       // 499 (logged only; nobody reads the answer)
+	CodeBadRequest       = "BAD_REQUEST"            // 400
+	CodeUnauthorized     = "UNAUTHORIZED"           // 401
+	CodeForbidden        = "FORBIDDEN"              // 403
+	CodeNoRoute          = "NO_ROUTE"               // 404
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"     // 405
+	CodeRequestTimeout   = "REQUEST_TIMEOUT"        // 408: the request body did not arrive in time
+	CodeTooLarge         = "PAYLOAD_TOO_LARGE"      // 413
+	CodeUnsupportedMedia = "UNSUPPORTED_MEDIA_TYPE" // 415
+	CodeRateLimited      = "RATE_LIMITED"           // 429
+	CodeInternal         = "INTERNAL"               // 500
+	CodeDubboException   = "DUBBO_EXCEPTION"        // 500 (or the route's exception_status): the provider's method threw
+	CodeBadGateway       = "BAD_GATEWAY"            // 502
+	CodeNoProvider       = "NO_PROVIDER"            // 503
+	CodeNoHealthyTarget  = "NO_HEALTHY_UPSTREAM"    // 503
+	CodeShed             = "SHED"                   // 503
+	CodeBreakerOpen      = "BREAKER_OPEN"           // 503
+	CodeOverloaded       = "UPSTREAM_OVERLOADED"    // 503: the provider, or the connection to it, is at its limit
+	CodeDraining         = "DRAINING"               // 503
+	CodeConnectionLimit  = "CONNECTION_LIMIT"       // 503: the client (or everyone) is at the connection cap
+	CodeAuthUnavailable  = "AUTH_UNAVAILABLE"       // 503: the token store cannot answer in time
+	CodeSubscribeLimit   = "SUBSCRIBE_LIMITED"      // 503: the pass-through may not subscribe to another new service now
+	CodeTimeout          = "TIMEOUT"                // 504
+	CodeClientClosed     = "CLIENT_CLOSED"          // 499 (logged only; nobody reads the answer)
 )
+
+// Status is the HTTP status the gateway answers with code: each code has
+// one (DUBBO_EXCEPTION's default; a route may choose another).
+func Status(code string) int {
+	switch code {
+	case CodeBadRequest:
+		return http.StatusBadRequest
+	case CodeUnauthorized:
+		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
+	case CodeNoRoute:
+		return http.StatusNotFound
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case CodeRequestTimeout:
+		return http.StatusRequestTimeout
+	case CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeUnsupportedMedia:
+		return http.StatusUnsupportedMediaType
+	case CodeRateLimited:
+		return http.StatusTooManyRequests
+	case CodeBadGateway:
+		return http.StatusBadGateway
+	case CodeNoProvider, CodeNoHealthyTarget, CodeShed, CodeBreakerOpen, CodeOverloaded,
+		CodeDraining, CodeConnectionLimit, CodeAuthUnavailable, CodeSubscribeLimit:
+		return http.StatusServiceUnavailable
+	case CodeTimeout:
+		return http.StatusGatewayTimeout
+	case CodeClientClosed:
+		return 499
+	default: // CodeInternal, CodeDubboException, and a code nobody listed here
+		return http.StatusInternalServerError
+	}
+}
+
+// Fail answers r with code's status (Status) and the gateway's JSON
+// error body; see WriteError.
+func Fail(w http.ResponseWriter, r *http.Request, code, message string) {
+	WriteError(w, r, Status(code), code, message)
+}
 
 // WriteError answers r with the gateway's JSON error body:
 //

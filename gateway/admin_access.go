@@ -187,25 +187,25 @@ func (g *adminGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	a := g.access.Load()
 	if !a.hostAllowed(r.Host) {
-		g.refuse(w, r, refusedHost, http.StatusForbidden, exchange.CodeForbidden,
+		g.refuse(w, r, refusedHost, exchange.CodeForbidden,
 			"this admin listener does not answer to that Host; list the name in admin.allowed_hosts")
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions {
 		if o := r.Header.Get("Origin"); o != "" && !a.originAllowed(o, r.Host) {
-			g.refuse(w, r, refusedOrigin, http.StatusForbidden, exchange.CodeForbidden,
+			g.refuse(w, r, refusedOrigin, exchange.CodeForbidden,
 				"cross-origin "+r.Method+" refused: the page's origin is not this admin listener's (admin.allowed_hosts lists others)")
 			return
 		}
 		if !jsonOrEmpty(r) {
-			g.refuse(w, r, refusedContentType, http.StatusUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE",
+			g.refuse(w, r, refusedContentType, exchange.CodeUnsupportedMedia,
 				r.Method+" takes an application/json body or none")
 			return
 		}
 	}
 	if a.hasToken && a.needsToken(r.URL.Path) && !a.tokenOK(r.Header.Get("Authorization")) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="dubbogw admin"`)
-		g.refuse(w, r, refusedToken, http.StatusUnauthorized, exchange.CodeUnauthorized,
+		g.refuse(w, r, refusedToken, exchange.CodeUnauthorized,
 			"the admin API needs the admin token: Authorization: Bearer <admin.token>")
 		return
 	}
@@ -214,14 +214,14 @@ func (g *adminGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // refuse answers r with the gateway's JSON error, counts it and logs it
 // (at most once a second, with how many went unlogged).
-func (g *adminGuard) refuse(w http.ResponseWriter, r *http.Request, reason string, status int, code, msg string) {
+func (g *adminGuard) refuse(w http.ResponseWriter, r *http.Request, reason, code, msg string) {
 	g.refused.WithLabelValues(reason).Inc()
 	if ok, unlogged := g.logs.Allow(time.Now()); ok {
-		g.log.Warn("admin request refused", "reason", reason, "status", status, "method", r.Method,
+		g.log.Warn("admin request refused", "reason", reason, "status", exchange.Status(code), "method", r.Method,
 			"path", truncate(r.URL.Path, 200), "host", truncate(r.Host, 200), "remote", r.RemoteAddr,
 			"unlogged_since_last", unlogged)
 	}
-	exchange.WriteError(w, r, status, code, msg)
+	exchange.Fail(w, r, code, msg)
 }
 
 func newAdminRefused(reg prometheus.Registerer) (*prometheus.CounterVec, error) {

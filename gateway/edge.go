@@ -362,7 +362,7 @@ func withoutMatrix(p string) string {
 // in the next one): a client sending many cannot flood the log.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, info *exchange.Info, message string) {
 	g.metrics.edge.pathRefused.Inc()
-	exchange.WriteError(w, r, http.StatusBadRequest, exchange.CodeBadRequest, message)
+	exchange.Fail(w, r, exchange.CodeBadRequest, message)
 	if ok, dropped := g.edgeLog.Allow(time.Now()); ok {
 		g.log.Warn("request refused at the edge", "reason", message, "request_id", info.RequestID,
 			"client", info.ClientIP.String(), "uri", truncate(r.RequestURI, 256), "not_logged_before", dropped)

@@ -110,7 +110,7 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 
 	p := r.URL.Path
 	if !strings.HasPrefix(p, "/") {
-		exchange.WriteError(w, r, http.StatusNotFound, exchange.CodeNoRoute, "no route for "+r.Method+" "+r.RequestURI)
+		exchange.Fail(w, r, exchange.CodeNoRoute, "no route for "+r.Method+" "+r.RequestURI)
 		return t.notFound
 	}
 	matrix, problem := checkPath(p, r.URL.RawPath)
@@ -141,11 +141,11 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 	rt, params, st := t.router.Match(r.Host, method, matchPath, buf[:0])
 	switch st {
 	case router.NotFound:
-		exchange.WriteError(w, r, http.StatusNotFound, exchange.CodeNoRoute, "no route for "+r.Method+" "+p)
+		exchange.Fail(w, r, exchange.CodeNoRoute, "no route for "+r.Method+" "+p)
 		return t.notFound
 	case router.MethodNotAllowed:
 		w.Header().Set("Allow", strings.Join(t.router.Allowed(r.Host, matchPath), ", "))
-		exchange.WriteError(w, r, http.StatusMethodNotAllowed, exchange.CodeMethodNotAllowed, "method "+r.Method+" is not allowed on "+p)
+		exchange.Fail(w, r, exchange.CodeMethodNotAllowed, "method "+r.Method+" is not allowed on "+p)
 		return t.notFound
 	}
 	info.Route = rt.name
@@ -174,7 +174,7 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 		info.PathParams = append(info.PathParams, exchange.PathParam{Name: pa.Name, Value: pa.Value})
 	}
 	if r.ContentLength > rt.maxBody {
-		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
+		exchange.Fail(w, r, exchange.CodeTooLarge,
 			fmt.Sprintf("request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, rt.maxBody))
 		return rt.metrics
 	}
@@ -188,7 +188,7 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 // shed refuses a request at once with 503 SHED and Retry-After.
 func shed(w http.ResponseWriter, r *http.Request, msg string) {
 	w.Header().Set("Retry-After", "1")
-	exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeShed, msg)
+	exchange.Fail(w, r, exchange.CodeShed, msg)
 }
 
 // outcome is how a request ended, for adaptive limits: its latency;
@@ -226,7 +226,7 @@ func (g *Gateway) runRoute(rt *route, w *recorder, r *http.Request) {
 		if w.status != 0 || w.hijacked {
 			panic(http.ErrAbortHandler) // headers are out: only closing the connection tells the client
 		}
-		exchange.WriteError(w, r, http.StatusInternalServerError, exchange.CodeInternal, "internal error in route "+rt.name)
+		exchange.Fail(w, r, exchange.CodeInternal, "internal error in route "+rt.name)
 	}()
 	rt.handler.ServeHTTP(w, r)
 }

@@ -474,7 +474,7 @@ func (h *handler) serveError(w http.ResponseWriter, r *http.Request, err error) 
 	switch {
 	case errors.As(err, &tooLarge):
 		u.log.Debug("upstream request body too large", "upstream", u.name, "target", targetURL, "error", err)
-		exchange.WriteError(w, r, http.StatusRequestEntityTooLarge, exchange.CodeTooLarge,
+		exchange.Fail(w, r, exchange.CodeTooLarge,
 			"request body is larger than "+strconv.FormatInt(tooLarge.Limit, 10)+" bytes")
 	case exchange.BodyFailure(r, err) != nil:
 		// The client's body failed (checked before the exchange's own
@@ -490,7 +490,7 @@ func (h *handler) serveError(w http.ResponseWriter, r *http.Request, err error) 
 		exchange.WriteBodyError(w, r, &exchange.BodyError{Kind: exchange.BodyTimeout, Err: ctxErr})
 	case errors.Is(err, errAwaitUpgrade) || errors.Is(ctxErr, context.DeadlineExceeded):
 		u.log.Warn("upstream timed out", "upstream", u.name, "target", targetURL, "timeout", h.timeout, "error", err)
-		exchange.WriteError(w, r, http.StatusGatewayTimeout, exchange.CodeTimeout, h.timeoutMessage)
+		exchange.Fail(w, r, exchange.CodeTimeout, h.timeoutMessage)
 	case errors.Is(ctxErr, context.Canceled):
 		// The client went away: nobody reads an answer.
 		u.log.Debug("client closed the request", "upstream", u.name, "target", targetURL, "error", err)
@@ -503,7 +503,7 @@ func (h *handler) serveError(w http.ResponseWriter, r *http.Request, err error) 
 		if targetURL != "" {
 			msg = "upstream " + u.name + " target " + targetURL + ": " + err.Error()
 		}
-		exchange.WriteError(w, r, http.StatusBadGateway, exchange.CodeBadGateway, msg)
+		exchange.Fail(w, r, exchange.CodeBadGateway, msg)
 	}
 }
 

@@ -120,7 +120,7 @@ func (h *handler) withoutIdentity(w http.ResponseWriter, r *http.Request, why ou
 		}
 		w.Header().Set("WWW-Authenticate", challenge)
 	}
-	exchange.WriteError(w, r, http.StatusUnauthorized, exchange.CodeUnauthorized, message)
+	exchange.Fail(w, r, exchange.CodeUnauthorized, message)
 }
 
 // acquireUnknown takes a slot of the unknown-token budget, waiting for one
@@ -151,7 +151,7 @@ var errUnknownBudget = errors.New("too many lookups of unknown tokens in flight"
 // in time, as on_store_error says.
 func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil { // the client went away: nobody reads the answer
-		exchange.WriteError(w, r, 499, exchange.CodeClientClosed, "client closed the request")
+		exchange.Fail(w, r, exchange.CodeClientClosed, "client closed the request")
 		return
 	}
 	if h.anonOnError && h.anonymousAllowed(r) {
@@ -167,7 +167,7 @@ func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, err error)
 	h.m.outcomes[why].Inc()
 	h.log.Debug("token store failed", "error", err)
 	w.Header().Set("Retry-After", "1")
-	exchange.WriteError(w, r, http.StatusServiceUnavailable, exchange.CodeAuthUnavailable, "the token store is unavailable; retry later")
+	exchange.Fail(w, r, exchange.CodeAuthUnavailable, "the token store is unavailable; retry later")
 }
 
 // anonymousAllowed reports whether a rule lets r go on without identity.

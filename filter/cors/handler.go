@@ -64,7 +64,7 @@ func (p *policy) preflight(w http.ResponseWriter, r *http.Request, origin, metho
 	out := w.Header()
 	out[hdrVary] = append(out[hdrVary], preflightVary)
 	if !p.allowsOrigin(origin) {
-		exchange.WriteError(w, r, http.StatusForbidden, exchange.CodeForbidden,
+		exchange.Fail(w, r, exchange.CodeForbidden,
 			preflightErrPrefix+"origin "+strconv.Quote(origin)+" is not allowed")
 		return
 	}
@@ -72,7 +72,7 @@ func (p *policy) preflight(w http.ResponseWriter, r *http.Request, origin, metho
 	if p.anyMethod {
 		allowMethods = method
 	} else if !p.allowsMethod(method) {
-		exchange.WriteError(w, r, http.StatusForbidden, exchange.CodeForbidden,
+		exchange.Fail(w, r, exchange.CodeForbidden,
 			preflightErrPrefix+"method "+strconv.Quote(method)+" is not allowed")
 		return
 	}

@@ -19,7 +19,7 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.admits(clientAddr(r)) {
-		exchange.WriteError(w, r, http.StatusForbidden, exchange.CodeForbidden, "client address is not allowed")
+		exchange.Fail(w, r, exchange.CodeForbidden, "client address is not allowed")
 		return
 	}
 	h.next.ServeHTTP(w, r)

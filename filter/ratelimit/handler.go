@@ -40,7 +40,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d := h.f.decide(r.Context(), h.f.keyOf(r))
 	h.f.setHeaders(w.Header(), d)
 	if !d.allowed {
-		exchange.WriteError(w, r, http.StatusTooManyRequests, exchange.CodeRateLimited, "rate limit exceeded")
+		exchange.Fail(w, r, exchange.CodeRateLimited, "rate limit exceeded")
 		return
 	}
 	h.next.ServeHTTP(w, r)
