@@ -285,7 +285,7 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestProviderBreaker(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	reg := prometheus.NewRegistry()
 	c := newCluster(t, Options{
 		Mode:    Failfast,
@@ -369,7 +369,7 @@ func TestProviderBreaker(t *testing.T) {
 }
 
 func TestBreakerFailureRate(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	c := newCluster(t, Options{
 		Mode:    Failfast,
 		Now:     clock.Now,
@@ -404,7 +404,7 @@ func TestBreakerFailureRate(t *testing.T) {
 }
 
 func TestBreakerHalfOpenProbes(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	c := newCluster(t, Options{
 		Mode:    Failfast,
 		Now:     clock.Now,
@@ -460,7 +460,7 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 }
 
 func TestBreakerHalfOpenNeedsAllProbes(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	b := newBreaker(ScopeProvider, "a", BreakerOptions{ConsecutiveFailures: 1, CoolDown: time.Second, HalfOpenProbes: 2, MinRequests: 1, Window: time.Second}, nil)
 	clk := func() *lazyClock { return &lazyClock{clock: clock.Now} }
 	t0, _ := b.allow(clk())
@@ -493,7 +493,7 @@ func TestBreakerHalfOpenNeedsAllProbes(t *testing.T) {
 }
 
 func TestRouteBreaker(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	reg := prometheus.NewRegistry()
 	c := newCluster(t, Options{
 		Route:        "orders",
@@ -543,7 +543,7 @@ func TestRouteBreaker(t *testing.T) {
 }
 
 func TestBreakersAcrossSnapshots(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	reg := prometheus.NewRegistry()
 	c := newCluster(t, Options{Mode: Failfast, Now: clock.Now, Metrics: NewMetrics(reg), Breaker: BreakerOptions{ConsecutiveFailures: 1}})
 	ps := newProviders(100, 100)

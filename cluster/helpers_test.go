@@ -3,8 +3,6 @@ package cluster
 import (
 	"fmt"
 	"math/rand/v2"
-	"sync"
-	"time"
 )
 
 // newProviders returns providers 10.0.0.1:20880, 10.0.0.2:20880, ... with the given weights.
@@ -29,26 +27,6 @@ func copyProviders(ps []*Provider) []*Provider {
 // seeded returns a deterministic random source.
 func seeded(seed uint64) func(n int) int {
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)).IntN
-}
-
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
 
 // counts selects n times and counts the chosen addresses.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
 func mustPolicy(t testing.TB, name string, opts PolicyOptions) Policy {
@@ -111,7 +113,7 @@ func TestRandomDistribution(t *testing.T) {
 		assertShares(t, same, counts(p, same, call, n), []float64{0, 1, 1}, 0.005)
 	})
 	t.Run("warm-up", func(t *testing.T) {
-		clock := newFakeClock()
+		clock := testenv.NewFakeClock()
 		ps := newProviders(100, 100)
 		// Started a minute ago with a 10 min warm-up: weight 10.
 		ps[1].Timestamp, ps[1].Warmup = clock.Now().Add(-time.Minute), 10*time.Minute
@@ -263,7 +265,7 @@ func TestNewProvider(t *testing.T) {
 }
 
 func TestP2C(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	stats := NewStats(StatsOptions{Now: clock.Now})
 	ps := newProviders(100, 100, 100)
 	observe := func(p *Provider, rtt time.Duration) {
@@ -309,7 +311,7 @@ func TestP2C(t *testing.T) {
 }
 
 func TestLatencyEWMA(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	stats := NewStats(StatsOptions{Now: clock.Now, LatencyDecay: 10 * time.Second})
 	p := &Provider{Addr: "a:1"}
 	observe := func(rtt time.Duration) {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
 // nginxRR is Nginx's smooth weighted round-robin as Dubbo runs it, O(n) per
@@ -254,7 +256,7 @@ func TestRoundRobinSnapshotChange(t *testing.T) {
 }
 
 func TestRoundRobinWarmup(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	ps := newProviders(100, 100, 100)
 	ps[2].Timestamp, ps[2].Warmup = clock.Now().Add(-time.Minute), 2*time.Minute // weight 50 for now
 	p, ref := newSmoothRoundRobin(clock.Now, maxCycle), newNginxRR(clock.Now)
@@ -361,7 +363,7 @@ func TestRoundRobinConcurrentShares(t *testing.T) {
 // snapshots change and the clock crosses a warm-up's end back and forth,
 // for the race detector; every pick must be an eligible provider.
 func TestRoundRobinConcurrentTransitions(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	a, b := newProviders(100, 200, 100, 300), newProviders(100, 200, 300)
 	b[1].Timestamp, b[1].Warmup = clock.Now().Add(-time.Minute), 2*time.Minute
 	snapshots := [][]*Provider{a, b, copyProviders(a)}

@@ -310,7 +310,7 @@ func TestConnectionBreaks(t *testing.T) {
 			c := newClient(t, Options{})
 			_, err := c.Invoke(callCtx(t, 5*time.Second), p.Addr(), echoCall("x"))
 			wantErr(t, err, ErrConnectionLost, p.Addr(), tc.want)
-			eventually(t, "a call succeeds after the reconnect", func() bool {
+			testenv.WaitFor(t, 5*time.Second, "a call succeeds after the reconnect", func() bool {
 				res, err := c.Invoke(callCtx(t, 5*time.Second), p.Addr(), echoCall("again"))
 				return err == nil && res.Value == "again"
 			})
@@ -502,7 +502,7 @@ func TestReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	eventually(t, "calls fail with ErrConnect", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "calls fail with ErrConnect", func() bool {
 		start := time.Now()
 		_, err := c.Invoke(callCtx(t, 5*time.Second), addr, echoCall("x"))
 		if err == nil {
@@ -516,14 +516,14 @@ func TestReconnect(t *testing.T) {
 	// The reason comes with the error once a redial has failed: right
 	// after the close none may have been tried yet ("not connected").
 	var err error
-	eventually(t, "ErrConnect with the last dial error", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "ErrConnect with the last dial error", func() bool {
 		_, err = c.Invoke(callCtx(t, 5*time.Second), addr, echoCall("x"))
 		return strings.Contains(fmt.Sprint(err), "(reconnecting; last error: ")
 	})
 	wantErr(t, err, ErrConnect, addr, "not connected (reconnecting; last error: ")
 
 	startProvider(t, addr, echo)
-	eventually(t, "a call succeeds after the provider restarted", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "a call succeeds after the provider restarted", func() bool {
 		_, err := c.Invoke(callCtx(t, 5*time.Second), addr, echoCall("x"))
 		return err == nil
 	})
@@ -582,7 +582,7 @@ func TestReadonly(t *testing.T) {
 		t.Fatalf("readonly events %v", got)
 	}
 	p.Close()
-	eventually(t, "the connection is lost", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the connection is lost", func() bool {
 		_, err := c.Invoke(callCtx(t, 3*time.Second), addr, echoCall("x"))
 		return errors.Is(err, ErrConnect)
 	})
@@ -590,7 +590,7 @@ func TestReadonly(t *testing.T) {
 		t.Fatal("readonly mark lost with the connection: a provider going away stays readonly")
 	}
 	startProvider(t, addr, echo)
-	eventually(t, "a call succeeds after the restart", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "a call succeeds after the restart", func() bool {
 		_, err := c.Invoke(callCtx(t, 3*time.Second), addr, echoCall("x"))
 		return err == nil
 	})
@@ -648,7 +648,7 @@ func TestGracefulClose(t *testing.T) {
 	waitN(t, h.got, n)
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close(callCtx(t, 5*time.Second)) }()
-	eventually(t, "Close starts", c.closed.Load)
+	testenv.WaitFor(t, 5*time.Second, "Close starts", c.closed.Load)
 	_, err := c.Invoke(callCtx(t, time.Second), p.Addr(), echoCall("late"))
 	wantErr(t, err, ErrClosed, p.Addr())
 	select {
@@ -782,7 +782,7 @@ func TestConnsPerAddr(t *testing.T) {
 		}
 	})
 	c := newClient(t, Options{ConnsPerAddr: 2})
-	eventually(t, "both connections carry calls", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "both connections carry calls", func() bool {
 		if _, err := c.Invoke(callCtx(t, 3*time.Second), p.Addr(), echoCall("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -846,7 +846,7 @@ func TestWriteQueueFull(t *testing.T) {
 	if err := cn.send(1, a, frame()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the writer takes the first frame and blocks", func() bool { return len(cn.queue) == 0 })
+	testenv.WaitFor(t, 5*time.Second, "the writer takes the first frame and blocks", func() bool { return len(cn.queue) == 0 })
 	for id := uint64(2); id <= 3; id++ { // queued, then given up
 		if err := cn.send(id, c.getCall(), frame()); err != nil {
 			t.Fatal(err)
@@ -894,7 +894,7 @@ func TestRedial(t *testing.T) {
 	startProvider(t, addr, echo)
 	start := time.Now()
 	c.Redial(addr)
-	eventually(t, "a call succeeds after the redial", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "a call succeeds after the redial", func() bool {
 		_, err := c.Invoke(callCtx(t, 3*time.Second), addr, echoCall("x"))
 		return err == nil
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/hessian"
+	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
 // startDemo starts a dubbotest provider with the demo services on addr,
@@ -189,10 +190,10 @@ func TestDemoShutdown(t *testing.T) {
 		_, err := c.Invoke(callCtx(t, 5*time.Second), addr, demoCall("slow", false, []string{"int"}, int32(200)))
 		slow <- err
 	}()
-	eventually(t, "the slow call runs", func() bool { return s.Stats().InFlight == 1 })
+	testenv.WaitFor(t, 5*time.Second, "the slow call runs", func() bool { return s.Stats().InFlight == 1 })
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close(callCtx(t, 5*time.Second)) }()
-	eventually(t, "the readonly event arrives", func() bool { return c.Readonly(addr) })
+	testenv.WaitFor(t, 5*time.Second, "the readonly event arrives", func() bool { return c.Readonly(addr) })
 	if err := waitN(t, slow, 1)[0]; err != nil {
 		t.Fatalf("call in flight during the provider's shutdown: %v", err)
 	}
@@ -201,7 +202,7 @@ func TestDemoShutdown(t *testing.T) {
 	}
 
 	startDemo(t, addr)
-	eventually(t, "calls work on the restarted provider", func() bool {
+	testenv.WaitFor(t, 5*time.Second, "calls work on the restarted provider", func() bool {
 		_, err := c.Invoke(callCtx(t, 3*time.Second), addr, demoCall("greet", false, nil))
 		return err == nil
 	})
@@ -223,7 +224,7 @@ func TestDemoGracefulClose(t *testing.T) {
 			results <- err
 		}()
 	}
-	eventually(t, "the calls run", func() bool { return s.Stats().InFlight == n })
+	testenv.WaitFor(t, 5*time.Second, "the calls run", func() bool { return s.Stats().InFlight == n })
 	if err := c.Close(callCtx(t, 5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +244,7 @@ func TestDemoHeartbeat(t *testing.T) {
 	if _, err := c.Invoke(callCtx(t, 3*time.Second), addr, demoCall("greet", false, nil)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "heartbeats are answered", func() bool { return s.Stats().Heartbeats >= 5 })
+	testenv.WaitFor(t, 5*time.Second, "heartbeats are answered", func() bool { return s.Stats().Heartbeats >= 5 })
 	if _, err := c.Invoke(callCtx(t, 3*time.Second), addr, demoCall("greet", false, nil)); err != nil {
 		t.Fatal(err)
 	}

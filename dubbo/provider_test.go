@@ -237,17 +237,6 @@ func waitN[T any](t testing.TB, ch <-chan T, n int) []T {
 // eventually polls cond every few milliseconds until it holds, failing the
 // test after 5 s. Used only where the event waited for has no signal the
 // test can receive (a background reconnect).
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 5s: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // checkGoroutines fails the test if goroutines started during it are still
 // running when it ends (after every other cleanup). Call it first.
 func checkGoroutines(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
 // rawServer is a loopback TCP server whose connections are served by a test function.
@@ -250,7 +251,7 @@ func TestDirectRetriesStaleConnection(t *testing.T) {
 	d := newTestDirect(t, 4, 0)
 	url := "http://" + s.addr + "/"
 	send(t, d, "GET", url, nil)
-	waitFor(t, func() bool { return len(methods) == 1 }) // the server handled it and closes
+	testenv.WaitFor(t, 5*time.Second, "the condition", func() bool { return len(methods) == 1 }) // the server handled it and closes
 	waitForIdleClosed(t, d)
 	res, body := send(t, d, "GET", url, nil)
 	if res.StatusCode != 200 || body != "ok" {
@@ -417,7 +418,7 @@ func TestDirectMaxPerTarget(t *testing.T) {
 		}
 		waiting <- err
 	}()
-	waitFor(t, func() bool {
+	testenv.WaitFor(t, 5*time.Second, "the condition", func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		for _, h := range d.hosts {
@@ -447,7 +448,7 @@ func TestDirectIdleTimeout(t *testing.T) {
 		_, _ = io.WriteString(w, "ok")
 	})
 	d := newTestDirect(t, 4, 0)
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	d.now = clock.Now
 	send(t, d, "GET", srv.URL+"/", nil)
 	clock.Advance(30 * time.Second)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -404,7 +405,7 @@ func TestPassiveHealthEjectsAndProbesBack(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, transport string) {
 		a := newBackend(t, "a", 500, nil)
 		b := newBackend(t, "b", 200, nil)
-		clock := newFakeClock()
+		clock := testenv.NewFakeClock()
 		u := newTestUpstream(t, transport, "svc", &config.Upstream{
 			Targets: targets(a.URL, b.URL),
 			Retry:   config.Retry{Retries: intPtr(0)},
@@ -511,7 +512,7 @@ func TestOneProbeAtATime(t *testing.T) {
 			_, _ = io.WriteString(w, "from a")
 		})
 		b := newBackend(t, "b", 200, nil)
-		clock := newFakeClock()
+		clock := testenv.NewFakeClock()
 		u := newTestUpstream(t, transport, "svc", &config.Upstream{
 			Targets:       targets(a.URL, b.URL),
 			Retry:         config.Retry{Retries: intPtr(0)},
@@ -999,7 +1000,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 			res.Body.Close()
 			slow <- result{status: res.StatusCode, body: string(body)}
 		}()
-		waitFor(t, func() bool { return u.Targets()[0].InFlight == 1 })
+		testenv.WaitFor(t, 5*time.Second, "the condition", func() bool { return u.Targets()[0].InFlight == 1 })
 		u.Close()
 		close(release)
 		if res := <-slow; res.status != 200 || res.body != "ok" {
@@ -1053,18 +1054,6 @@ func goroutines() map[string]string {
 }
 
 // waitFor polls cond for up to 5 seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("condition not met within 5s; goroutines:\n%s", buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestJoinPath(t *testing.T) {
 	tests := []struct{ base, reqPath, reqRaw, wantPath, wantRaw string }{
 		{"", "/a", "", "/a", ""},

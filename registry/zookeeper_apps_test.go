@@ -827,7 +827,7 @@ func TestZooKeeperAppsInstancesJoinAndLeave(t *testing.T) {
 		return len(d.Providers()) == 0 && st.Applications == 0 && st.Instances == 0 && st.Watches == 1 &&
 			st.OrphanWatches == 0 && log.clearedWatches() >= cleared+2
 	})
-	waitFor(t, "ZooKeeper watching the mapping only", func() bool {
+	testenv.WaitFor(t, waitLimit, "ZooKeeper watching the mapping only", func() bool {
 		return slices.Equal(watchedPaths(t, e.addr, r.sessionID(), e.root+"/"), []string{e.mappingPath(iface)})
 	})
 	if d.State() != DirOK {
@@ -866,7 +866,7 @@ func TestZooKeeperAppsUnknownInterfacesDoNotGrow(t *testing.T) {
 		st := r.Status()
 		return st.Watches == 1 && st.OrphanWatches == 0 && st.SessionRecycles > 0 && st.Subscriptions == 1
 	})
-	waitFor(t, "ZooKeeper watching the live mapping only", func() bool {
+	testenv.WaitFor(t, waitLimit, "ZooKeeper watching the live mapping only", func() bool {
 		return slices.Equal(watchedPaths(t, e.addr, r.sessionID(), e.root+"/"), []string{e.mappingPath("com.example.Live")})
 	})
 	if exists, _, err := e.admin.Exists(e.root); err != nil || exists {
@@ -926,7 +926,7 @@ func TestZooKeeperAppsZooKeeperRestart(t *testing.T) {
 	slices.Sort(want)
 	orphan := append(slices.Clone(want), i1)
 	slices.Sort(orphan)
-	waitFor(t, "ZooKeeper holding exactly the registry's watches", func() bool {
+	testenv.WaitFor(t, waitLimit, "ZooKeeper holding exactly the registry's watches", func() bool {
 		got := watchedPaths(t, e.addr, r.sessionID(), e.root+"/")
 		orphans := r.Status().OrphanWatches
 		return (orphans == 0 && slices.Equal(got, want) || orphans == 1 && slices.Equal(got, orphan)) && childWatchCount(t, e.addr) == 1

@@ -102,7 +102,7 @@ func TestZooKeeperCatalogModes(t *testing.T) {
 			t.Errorf("%s: ZooKeeper holds %d watches, want 1", tc.mode, n)
 		}
 		r.Close()
-		waitFor(t, "the closed session's watches gone", func() bool { return watchCount(t, server.Addr()) == 0 })
+		testenv.WaitFor(t, waitLimit, "the closed session's watches gone", func() bool { return watchCount(t, server.Addr()) == 0 })
 	}
 }
 

@@ -361,19 +361,6 @@ func addrsOf(ps []*cluster.Provider) []string {
 
 // waitFor polls cond, which nothing signals (a server's or the runtime's
 // count), until it holds, within waitLimit.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s after %s", what, waitLimit)
-		}
-		<-tick.C
-	}
-}
-
 // waitGoroutines waits until no more than n goroutines run, and fails with
 // every goroutine's stack if they do not come down to n.
 func waitGoroutines(t *testing.T, n int) {

@@ -107,7 +107,7 @@ func TestZooKeeperRecycleClearsOrphanWatches(t *testing.T) {
 	if r.sessionID() == session {
 		t.Error("still the old session")
 	}
-	waitFor(t, "ZooKeeper down to the 2 live watches", func() bool { return watchCount(t, e.addr) == 2 })
+	testenv.WaitFor(t, waitLimit, "ZooKeeper down to the 2 live watches", func() bool { return watchCount(t, e.addr) == 2 })
 	waitGoroutines(t, baseline)
 	if live.State() != DirOK {
 		t.Errorf("live directory %s", live.State())

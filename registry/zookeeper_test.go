@@ -234,7 +234,7 @@ func TestZooKeeperWatchesDoNotGrow(t *testing.T) {
 	other.Release()
 	r.waitUntil(t, "the interface is released", func() bool { return r.Status().Watches == 0 })
 	e.ensure(providers) // fires the exists watch
-	waitFor(t, "the dropped providers watch fired on the server", func() bool {
+	testenv.WaitFor(t, waitLimit, "the dropped providers watch fired on the server", func() bool {
 		return slices.Equal(watchedPaths(t, e.addr, session, e.root+"/"+iface+"/"), []string{configurators})
 	})
 	// The worker is sequential: once another subscription is answered, what

@@ -438,7 +438,7 @@ routes:
 		t.Fatal(err)
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, func() bool { return get("/v2") == 200 })
+	testenv.WaitFor(t, 10*time.Second, "the condition", func() bool { return get("/v2") == 200 })
 	if get("/v1") != 404 {
 		t.Errorf("v1 still served after reload")
 	}
@@ -447,24 +447,13 @@ routes:
 		t.Fatal(err)
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGHUP)
-	waitFor(t, func() bool { return p.logged("configuration reload refused; the previous configuration keeps serving") })
+	testenv.WaitFor(t, 10*time.Second, "the condition", func() bool { return p.logged("configuration reload refused; the previous configuration keeps serving") })
 	if get("/v2") != 200 || get("/v3") != 404 {
 		t.Errorf("bad reload changed the routes")
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	if err := waitExit(t, p); err != nil {
 		t.Errorf("exit: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -22,28 +22,6 @@ import (
 	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
-// fakeClock is a settable Deps.Now.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // rueidisScripter is ratelimit.Scripter over a plain rueidis client:
 // EVALSHA, then EVAL when Redis does not know the script.
 type rueidisScripter struct {

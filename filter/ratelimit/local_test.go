@@ -18,6 +18,7 @@ import (
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/filter/ratelimit"
+	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
 // want is the expected answer to one request.
@@ -48,7 +49,7 @@ func check(t *testing.T, step string, w *httptest.ResponseRecorder, exp want) {
 }
 
 func TestLocalLimitIsExact(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	reg := prometheus.NewRegistry()
 	// 2 per minute: one request every 30s, 4 at once.
 	f := newFilter(t, config.RateLimit{Rate: 2, Per: config.Duration(time.Minute), Burst: 4},
@@ -95,7 +96,7 @@ func TestLocalLimitIsExact(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	// Rate 5: burst 5, per 1s.
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	h := newFilter(t, config.RateLimit{Rate: 5}, ratelimit.Deps{Now: clock.Now}).Wrap(okHandler)
 	r, _ := request(context.Background(), "192.0.2.1", "")
 	for i := range 5 {
@@ -107,7 +108,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestDeniedRequestDoesNotReachNext(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	var reached int
 	h := newFilter(t, config.RateLimit{Rate: 1, Per: config.Duration(time.Hour)}, ratelimit.Deps{Route: "r", Now: clock.Now}).
 		Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ }))
@@ -199,7 +200,7 @@ func TestKeysAreSeparate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newFilter(t, config.RateLimit{Key: tt.key, Rate: 1, Per: config.Duration(time.Hour)},
-				ratelimit.Deps{Route: "r", Now: newFakeClock().Now}).Wrap(okHandler)
+				ratelimit.Deps{Route: "r", Now: testenv.NewFakeClock().Now}).Wrap(okHandler)
 			send := func(q req) int {
 				r := httptest.NewRequest(http.MethodGet, "/", nil)
 				if q.remote != "" {
@@ -237,7 +238,7 @@ func TestKeysAreSeparate(t *testing.T) {
 func TestLRUEvictsLeastRecentlyUsed(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := newFilter(t, config.RateLimit{Rate: 1, Per: config.Duration(time.Hour), MaxKeys: 3},
-		ratelimit.Deps{Route: "r", Now: newFakeClock().Now, Metrics: reg}).Wrap(okHandler)
+		ratelimit.Deps{Route: "r", Now: testenv.NewFakeClock().Now, Metrics: reg}).Wrap(okHandler)
 	send := func(client string) int {
 		r, _ := request(context.Background(), client, "")
 		return serve(h, r).Code
@@ -272,7 +273,7 @@ func TestLRUBoundWithShards(t *testing.T) {
 	const maxKeys, clients = 2048, 10000
 	reg := prometheus.NewRegistry()
 	h := newFilter(t, config.RateLimit{Rate: 1, Per: config.Duration(time.Hour), MaxKeys: maxKeys},
-		ratelimit.Deps{Route: "r", Now: newFakeClock().Now, Metrics: reg}).Wrap(okHandler)
+		ratelimit.Deps{Route: "r", Now: testenv.NewFakeClock().Now, Metrics: reg}).Wrap(okHandler)
 	base := netip.MustParseAddr("10.0.0.0")
 	a := base
 	for range clients {
@@ -338,7 +339,7 @@ func TestFiltersShareMetricsAcrossRebuilds(t *testing.T) {
 }
 
 func TestFallbackWarningsAreSpaced(t *testing.T) {
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	var logged bytes.Buffer
 	f := newFilter(t, config.RateLimit{Rate: 1000, Distributed: true}, ratelimit.Deps{
 		Route: "r",

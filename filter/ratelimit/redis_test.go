@@ -153,7 +153,7 @@ func TestRedisDownFallsBackToLocalLimit(t *testing.T) {
 	redis := testenv.StartRedis(t, "")
 	s := newScripter(t, redis.Addr())
 	reg := prometheus.NewRegistry()
-	clock := newFakeClock()
+	clock := testenv.NewFakeClock()
 	h := newFilter(t, config.RateLimit{Rate: 2, Per: config.Duration(time.Minute), Distributed: true},
 		ratelimit.Deps{Route: "r", Redis: s, Metrics: reg, Now: clock.Now, DecisionTimeout: stalledDecisionTimeout}).Wrap(okHandler)
 	r, _ := request(context.Background(), "192.0.2.1", "")
@@ -182,7 +182,7 @@ func TestRedisStalledAnswersWithinDeadline(t *testing.T) {
 	redis := testenv.StartRedis(t, "")
 	s := newScripter(t, redis.Addr())
 	reg := prometheus.NewRegistry()
-	clock := newFakeClock() // the local limit's answers do not move with the deadlines waited
+	clock := testenv.NewFakeClock() // the local limit's answers do not move with the deadlines waited
 	h := newFilter(t, config.RateLimit{Rate: 1, Per: config.Duration(time.Hour), Burst: 2, Distributed: true},
 		ratelimit.Deps{Route: "r", Redis: s, Metrics: reg, Now: clock.Now, DecisionTimeout: stalledDecisionTimeout}).Wrap(okHandler)
 	r, _ := request(context.Background(), "192.0.2.1", "")
