@@ -159,7 +159,7 @@ func New(opts Options) (*Gateway, error) {
 	}
 	al, err := accesslog.New(cfg.AccessLog)
 	if err != nil {
-		closeTable(t)
+		t.closeExcept(nil)
 		_ = g.dubbo.Close(context.Background())
 		if g.redis != nil {
 			g.redis.Close()
@@ -191,24 +191,11 @@ func Check(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	closeTable(t)
+	t.closeExcept(nil)
 	return nil
 }
 
 func zero() float64 { return 0 }
-
-func closeTable(t *table) {
-	for _, u := range t.upstreams {
-		u.Close()
-	}
-	for _, r := range t.routes {
-		r.close()
-	}
-	for name, reg := range t.registries {
-		t.references[name].Close()
-		_ = reg.Close()
-	}
-}
 
 // Start binds the admin listener, the demo services and the data listener,
 // then reports ready. It returns once everything listens.
@@ -345,7 +332,7 @@ func (g *Gateway) reload() error {
 	if cfg.AccessLog.Output != old.cfg.AccessLog.Output || !sameBool(cfg.AccessLog.Enabled, old.cfg.AccessLog.Enabled) {
 		al, err := accesslog.New(cfg.AccessLog)
 		if err != nil {
-			closeNew(t, old)
+			t.closeExcept(old)
 			return err
 		}
 		prevLog = g.accessLog.Swap(al)
@@ -366,25 +353,6 @@ func (g *Gateway) reload() error {
 	}()
 	g.log.Info("configuration reloaded", "routes", len(t.routes), "upstreams", len(t.upstreams))
 	return nil
-}
-
-// closeNew closes what t made that old does not hold: its upstreams, its
-// routes' references, its registries.
-func closeNew(t, old *table) {
-	for name, u := range t.upstreams {
-		if old.upstreams[name] != u {
-			u.Close()
-		}
-	}
-	for _, rt := range t.routes {
-		rt.close()
-	}
-	for name, reg := range t.registries {
-		if old.registries[name] != reg {
-			t.references[name].Close()
-			_ = reg.Close()
-		}
-	}
 }
 
 func sameBool(a, b *bool) bool {
@@ -487,7 +455,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	}
 	t := g.table.Load()
 	t.retire()
-	closeTable(t)
+	t.closeExcept(nil)
 	// Dubbo connections close after their last response.
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	if err := g.dubbo.Close(cctx); err != nil {

@@ -912,5 +912,5 @@ func TestReadyzBeforeStart(t *testing.T) {
 	if w.Code != 503 || !strings.Contains(w.Body.String(), "starting") {
 		t.Errorf("readyz before Start: %d %s", w.Code, w.Body.String())
 	}
-	closeTable(g.table.Load())
+	g.table.Load().closeExcept(nil)
 }

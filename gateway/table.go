@@ -131,20 +131,9 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 	if t.reqIDHeader == "" {
 		t.reqIDHeader = "X-Request-Id"
 	}
-	var created []*proxy.Upstream
-	var createdRegs []string
 	defer func() {
 		if err != nil {
-			for _, u := range created {
-				u.Close()
-			}
-			for _, rt := range t.routes {
-				rt.close()
-			}
-			for _, name := range createdRegs {
-				t.references[name].Close()
-				_ = t.registries[name].Close()
-			}
+			t.closeExcept(old) // what this build made; old keeps serving
 		}
 	}()
 	if t.trusted, err = exchange.ParsePrefixes(cfg.Server.TrustedProxies); err != nil {
@@ -168,7 +157,6 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("upstreams.%s: %w", name, err)
 		}
-		created = append(created, u)
 		t.upstreams[name] = u
 	}
 
@@ -189,7 +177,6 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("registries.%s: %w", name, err)
 		}
-		createdRegs = append(createdRegs, name)
 		t.registries[name] = reg
 		refs := registry.NewReferences(reg, rc.Max, rc.IdleTTL.D())
 		refs.SetOnDemandLimits(onDemand)
@@ -480,6 +467,29 @@ func (t *table) release() {
 	}
 }
 
+// closeExcept closes what t holds and keep (nil: nothing) does not: its
+// upstreams and registries (with their references) that keep does not
+// share, and all its routes (a route belongs to one table). It is the one
+// teardown: of a table that failed to build (keep: the one serving), of
+// one that will not be served, of a replaced one once drained (keep: its
+// successor), and at shutdown (keep: nil).
+func (t *table) closeExcept(keep *table) {
+	for name, u := range t.upstreams {
+		if keep == nil || keep.upstreams[name] != u {
+			u.Close()
+		}
+	}
+	for _, r := range t.routes {
+		r.close()
+	}
+	for name, reg := range t.registries {
+		if keep == nil || keep.registries[name] != reg {
+			t.references[name].Close()
+			_ = reg.Close()
+		}
+	}
+}
+
 // retire marks t replaced; drained closes once its last request finishes.
 func (t *table) retire() {
 	t.retired.Store(true)
@@ -491,12 +501,6 @@ func (t *table) retire() {
 // releaseAfterDrain closes the upstreams of old that next does not use, once
 // old's last request is done (or after limit, so a stuck request cannot pin them).
 func releaseAfterDrain(old, next *table, limit time.Duration, m *metrics, log *slog.Logger) {
-	var gone []*proxy.Upstream
-	for name, u := range old.upstreams {
-		if next == nil || next.upstreams[name] != u {
-			gone = append(gone, u)
-		}
-	}
 	var goneRoutes []string
 	for _, r := range old.routes {
 		if next == nil || !next.hasRoute(r.name) {
@@ -511,18 +515,7 @@ func releaseAfterDrain(old, next *table, limit time.Duration, m *metrics, log *s
 	case <-timer.C:
 		log.Warn("releasing an old route table with requests still running", "in_flight", old.refs.Load(), "after", limit)
 	}
-	for _, u := range gone {
-		u.Close()
-	}
-	for _, r := range old.routes {
-		r.close()
-	}
-	for name, reg := range old.registries {
-		if next == nil || next.registries[name] != reg {
-			old.references[name].Close()
-			_ = reg.Close()
-		}
-	}
+	old.closeExcept(next)
 	for _, name := range goneRoutes {
 		m.forget(name)
 	}
