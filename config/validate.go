@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/router"
 )
 
 // Validate checks a defaulted configuration. It returns nil or an *Error
@@ -208,8 +209,8 @@ var routeName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // parameters of its path pattern (nil for a prefix route).
 func validateMatch(ps *problems, path string, m *Match) []string {
 	if m.Host != "" {
-		if err := checkRouteHost(m.Host); err != nil {
-			ps.add(path+".host", 0, "%v", err)
+		if err := router.CheckHost(m.Host); err != nil {
+			ps.add(path+".host", 0, "%q: %v", m.Host, err)
 		}
 	}
 	checkMethods(ps, path+".methods", m.Methods)
@@ -238,29 +239,9 @@ func parsePathPattern(p string) ([]string, error) {
 	if err := checkURLPath(p); err != nil {
 		return nil, err
 	}
-	var params []string
-	segments := strings.Split(p[1:], "/")
-	for i, seg := range segments {
-		if !strings.ContainsAny(seg, "{}") {
-			continue
-		}
-		if len(seg) < 2 || seg[0] != '{' || seg[len(seg)-1] != '}' {
-			return nil, fmt.Errorf("in %q: a {parameter} must be a whole path segment", p)
-		}
-		name := seg[1 : len(seg)-1]
-		if rest, ok := strings.CutSuffix(name, "..."); ok {
-			if i != len(segments)-1 {
-				return nil, fmt.Errorf("in %q: {%s} must be the last segment", p, name)
-			}
-			name = rest
-		}
-		if !isEnvName(name) {
-			return nil, fmt.Errorf("in %q: bad parameter name %q (letters, digits and '_')", p, name)
-		}
-		if slices.Contains(params, name) {
-			return nil, fmt.Errorf("in %q: parameter {%s} appears twice", p, name)
-		}
-		params = append(params, name)
+	params, err := router.PatternParams(p)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", p, err)
 	}
 	return params, nil
 }
@@ -269,8 +250,8 @@ func checkPrefix(p string) error {
 	if err := checkURLPath(p); err != nil {
 		return err
 	}
-	if strings.ContainsAny(p, "{}") {
-		return fmt.Errorf("%q: a prefix takes no {parameters}; use path for a pattern", p)
+	if err := router.CheckPrefix(p); err != nil {
+		return fmt.Errorf("%q: %w", p, err)
 	}
 	return nil
 }
@@ -316,25 +297,6 @@ func lastKey(path string) string {
 		return path
 	}
 	return segs[len(segs)-1].key
-}
-
-// checkRouteHost accepts "api.example.com" and "*.example.com".
-func checkRouteHost(h string) error {
-	name := h
-	if rest, ok := strings.CutPrefix(h, "*."); ok {
-		name = rest
-	}
-	switch {
-	case h == "*":
-		return errors.New(`"*": leave host empty to match any host`)
-	case strings.Contains(name, "*"):
-		return fmt.Errorf("%q: a wildcard is only allowed as the whole first label, as in \"*.example.com\"", h)
-	case strings.Contains(name, ":") && !strings.HasPrefix(name, "["):
-		return fmt.Errorf("%q: write the host without a port", h)
-	case !validHost(name):
-		return fmt.Errorf("%q is not a host name", h)
-	}
-	return nil
 }
 
 // validHost accepts DNS names, IPv4 addresses and bracketed IPv6 addresses.

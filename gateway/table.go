@@ -439,13 +439,8 @@ func routePattern(m config.Match) string {
 
 // paramNames lists the {name} and {name...} parameters of a path pattern.
 func paramNames(pattern string) []string {
-	var out []string
-	for _, seg := range strings.Split(pattern, "/") {
-		if len(seg) > 2 && seg[0] == '{' && seg[len(seg)-1] == '}' {
-			out = append(out, strings.TrimSuffix(seg[1:len(seg)-1], "..."))
-		}
-	}
-	return out
+	names, _ := router.PatternParams(pattern) // checked when the config was
+	return names
 }
 
 // acquire takes a reference on the active table, retrying if a reload

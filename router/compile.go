@@ -170,6 +170,9 @@ func parseHost(h string) (wildcard bool, key string, err error) {
 		}
 		return true, suffix, nil
 	}
+	if h == "*" {
+		return false, "", errors.New("leave host empty to match any host")
+	}
 	if strings.Contains(h, "*") {
 		return false, "", errors.New(`a wildcard is "*." followed by a domain, as in "*.example.com"`)
 	}
@@ -182,7 +185,7 @@ func parseHost(h string) (wildcard bool, key string, err error) {
 	}
 	if strings.Contains(h, ":") {
 		if a, err := netip.ParseAddr(h); err == nil && a.Is6() {
-			return false, h, nil
+			return false, "", fmt.Errorf("write an IPv6 address in brackets, as in %q", "["+h+"]")
 		}
 		return false, "", errors.New("must not include a port (the request's port is ignored when matching)")
 	}
