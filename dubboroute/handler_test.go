@@ -106,7 +106,7 @@ type req struct {
 	route        string
 	method, url  string
 	pathParams   []exchange.PathParam
-	header, body string // header: "Name: value"
+	header, body string // header: "Name: value", several separated by "\n"
 }
 
 // serve runs r through its route's handler, with the request's Info in
@@ -122,9 +122,9 @@ func (d *demo) serve(t *testing.T, ctx context.Context, r req) *httptest.Respons
 		body = strings.NewReader(r.body)
 	}
 	hr := httptest.NewRequest(r.method, r.url, body)
-	if r.header != "" {
-		k, v, _ := strings.Cut(r.header, ":")
-		hr.Header.Set(k, strings.TrimSpace(v))
+	for line := range strings.Lines(r.header) {
+		k, v, _ := strings.Cut(line, ":")
+		hr.Header.Add(k, strings.TrimSpace(v))
 	}
 	info := &exchange.Info{RequestID: "rid-" + r.route, Route: r.route, PathParams: r.pathParams, Start: time.Now()}
 	hr = hr.WithContext(exchange.WithInfo(ctx, info))
@@ -307,6 +307,11 @@ func TestBadArguments(t *testing.T) {
 		{"abc for an int", req{route: "list-users", method: "GET", url: "/users?n=abc"},
 			`parameter 0 (int from query "n"): cannot use string "abc" as int`},
 		{"int overflow", req{route: "list-users", method: "GET", url: "/users?n=99999999999"}, `parameter 0 (int from query "n")`},
+		// HTTP parameter pollution: which value would the provider see?
+		{"an int query parameter twice", req{route: "list-users", method: "GET", url: "/users?n=1&n=2"},
+			`parameter 0 (int from query "n"): given 2 times; it takes one value`},
+		{"a String header twice", req{route: "greet-header", method: "GET", url: "/greet/header", header: "X-Name: a\nX-Name: b"},
+			`parameter 0 (java.lang.String from header "X-Name"): given 2 times; it takes one value`},
 		{"missing required header", req{route: "greet-header", method: "GET", url: "/greet/header"},
 			`parameter 0 (java.lang.String from header "X-Name"): missing`},
 		{"missing required pointer", req{route: "greet-pointer", method: "POST", url: "/greet/pointer", body: `{"person":{"names":["only"]}}`},

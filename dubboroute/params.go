@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,7 @@ type param struct {
 	javaType string // as declared
 	erased   string // without generic arguments: what $invoke and descriptors name
 	typ      *jsonbridge.Type
+	list     bool // typ takes a JSON array: a repeated query parameter or header fills it
 }
 
 // bodyMode is how a route reads the request body.
@@ -49,7 +51,7 @@ func compileParams(enc *jsonbridge.Encoder, cfgs []config.DubboParam) ([]param, 
 		if err != nil {
 			return nil, 0, fmt.Errorf("params[%d].type: %w", i, err)
 		}
-		p := param{index: i, from: c.From, name: c.Name, value: c.Value, javaType: c.Type, erased: erase(c.Type), typ: t}
+		p := param{index: i, from: c.From, name: c.Name, value: c.Value, javaType: c.Type, erased: erase(c.Type), typ: t, list: t.IsList()}
 		if c.Required != nil {
 			p.required = *c.Required
 		}
@@ -177,6 +179,7 @@ type args struct {
 	h     *Handler
 	ctx   context.Context // the route's deadline: encoding gives up there
 	r     *http.Request
+	query url.Values // the request's query, parsed once (nil until a parameter reads it)
 	body  []byte
 	raws  [][]byte // per parameter, for body fields
 	found []bool
@@ -214,11 +217,34 @@ func (h *Handler) resolve(r *http.Request, body []byte) (*args, *argError) {
 		if p.from == config.FromBody || p.from == config.FromConstant {
 			continue
 		}
+		if n := a.count(p); n > 1 && !p.list {
+			// Which one would the provider see? HTTP parameter pollution:
+			// a check in front may have read the first, the call the last.
+			return nil, badArg(p, "given %d times; it takes one value", n)
+		}
 		if _, ok := a.str(p); !ok && p.required && p.value == nil {
 			return nil, badArg(p, "missing")
 		}
 	}
 	return a, nil
+}
+
+// count is how many values a path, query or header parameter has.
+func (a *args) count(p *param) int {
+	switch p.from {
+	case config.FromQuery:
+		return len(a.queryValues()[p.name])
+	case config.FromHeader:
+		return len(a.r.Header.Values(p.name))
+	}
+	return 1
+}
+
+func (a *args) queryValues() url.Values {
+	if a.query == nil {
+		a.query = a.r.URL.Query()
+	}
+	return a.query
 }
 
 // str returns a path/query/header parameter's string.
@@ -228,24 +254,28 @@ func (a *args) str(p *param) (string, bool) {
 		v := exchange.PathValue(a.r, p.name)
 		return v, v != ""
 	case config.FromQuery:
-		q := a.r.URL.Query()
-		if vs, ok := q[p.name]; ok && len(vs) > 0 {
-			if len(vs) > 1 {
-				// Repeated parameters make a JSON array for list and array types.
-				b, _ := json.Marshal(vs)
-				return string(b), true
-			}
-			return vs[0], true
-		}
-		return "", false
+		return a.listOrOne(p, a.queryValues()[p.name])
 	case config.FromHeader:
-		v := a.r.Header.Values(p.name)
-		if len(v) == 0 {
-			return "", false
-		}
-		return strings.Join(v, ","), true
+		return a.listOrOne(p, a.r.Header.Values(p.name))
 	}
 	return "", false
+}
+
+// listOrOne is the string of a query parameter's or header's values: for
+// a list or array type, a JSON array of them (one value written as a JSON
+// array, "[1,2]", is taken as it is); else its one value (resolve refused
+// more).
+func (a *args) listOrOne(p *param, vs []string) (string, bool) {
+	switch {
+	case len(vs) == 0:
+		return "", false
+	case !p.list:
+		return vs[0], true
+	case len(vs) == 1 && strings.HasPrefix(strings.TrimSpace(vs[0]), "["):
+		return vs[0], true
+	}
+	b, _ := json.Marshal(vs)
+	return string(b), true
 }
 
 // write writes the arguments, in order, into e.

@@ -54,6 +54,10 @@ type Type struct {
 // String returns the type as it was declared.
 func (t *Type) String() string { return t.name }
 
+// IsList reports whether t is a collection or an array other than byte[]
+// and char[]: a JSON array in, a hessian list out.
+func (t *Type) IsList() bool { return t.kind == kindList }
+
 // class is a DTO class of the Schema.
 type class struct {
 	name   string
