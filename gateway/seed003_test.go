@@ -267,7 +267,11 @@ routes:
 	if h, s := p99(healthy.auth), p99(slow.auth); s > 50*time.Millisecond+max(25*time.Millisecond, h*3/2) {
 		t.Errorf("the auth route: p99 %v with Redis slow, %v healthy; want within its 50ms deadline (+25ms or 1.5× healthy)", s, h)
 	}
-	if slow.goroutines > healthy.goroutines+200 {
+	// Each request in flight is a goroutine: a stall of the machine for
+	// 100 ms at the offered 2,200 requests/s adds about 220, whatever
+	// Redis does. Lookups waiting on Redis past their 50 ms deadline (the
+	// seed's failure) would hold 1,000/s × the 5 s phase: thousands.
+	if slow.goroutines > healthy.goroutines+1000 {
 		t.Errorf("goroutines: %d healthy, %d with Redis slow", healthy.goroutines, slow.goroutines)
 	}
 	if slow.heapMiB > healthy.heapMiB*3/2+16 {
