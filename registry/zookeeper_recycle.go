@@ -177,13 +177,12 @@ func (w *zkWorker) recycle() {
 		pw.need, pw.read, pw.failed = false, true, false
 		w.take(pw, r.res)
 	}
-	// Publishing sets only the directories whose providers changed, or not
-	// current; nodes the readings made needed (new applications,
-	// instances) are read by the next step.
+	// The step publishes, after the status, only the directories whose
+	// providers changed, or not current; nodes the readings made needed
+	// (new applications, instances) are read by the next step.
 	for _, s := range w.ifaces {
 		w.dirty[s] = struct{}{}
 	}
-	w.publishDirty()
 	for _, c := range w.consumers {
 		if c.registered && !moved[c] {
 			c.registered = false

@@ -272,10 +272,14 @@ func (w *zkWorker) step() {
 		}
 		w.fetchDue()
 	}
+	w.collectOrphans()
+	// The status goes out before the directories and the catalog it
+	// describes: whoever sees a provider or a catalog change through
+	// them then reads a status at least as new (the watch that change
+	// re-armed, the subscription it served), never the step before.
+	w.publishStatus()
 	w.publishDirty()
 	w.publishCatalog()
-	w.collectOrphans()
-	w.publishStatus()
 	if w.hooks.stepped != nil {
 		w.hooks.stepped()
 	}
