@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-
-	"golang.org/x/net/http/httpguts"
 )
 
 // maxHostLen is the longest host name (RFC 1035) New accepts.
@@ -211,19 +209,14 @@ func checkHostName(h string) error {
 	return nil
 }
 
-// checkMethods requires upper-case HTTP tokens, each listed once.
+// checkMethods requires methods New accepts (CheckMethod), each listed once.
 func checkMethods(methods []string) error {
 	for k, m := range methods {
-		if m == "" {
-			return errors.New("empty method")
-		}
-		for _, c := range m {
-			if !httpguts.IsTokenRune(c) || ('a' <= c && c <= 'z') {
-				return fmt.Errorf("method %q: must be an upper-case token such as GET", m)
-			}
+		if err := CheckMethod(m); err != nil {
+			return err
 		}
 		if k > 0 && slices.Contains(methods[:k], m) {
-			return fmt.Errorf("method %q listed twice", m)
+			return fmt.Errorf("method %s listed twice", m)
 		}
 	}
 	return nil
