@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dubbogw/dubbogw/config"
+	_ "github.com/dubbogw/dubbogw/filter/all" // the filters the configuration names
 )
 
 // secretsYAML is a valid configuration holding a secret in every place

@@ -47,6 +47,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		v.SetZero()
 		return
 	}
+	if v.Type() == filterType {
+		d.decodeFilter(n, v, path, line)
+		return
+	}
 	if v.CanAddr() && reflect.PointerTo(v.Type()).Implements(unmarshalerType) {
 		if err := v.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
 			d.problems.add(path, line, "%v", err)

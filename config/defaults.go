@@ -47,9 +47,6 @@ const (
 // RetryOnConnectFailure is the Retry.On entry for a failed TCP connect.
 const RetryOnConnectFailure = "connect_failure"
 
-// DefaultCORSMethods returns the default CORS.AllowMethods.
-func DefaultCORSMethods() []string { return []string{"GET", "HEAD", "POST"} }
-
 // DefaultIdentityHeaders returns the default Server.IdentityHeaders: the
 // auth filter's default user header, and the user headers that
 // authenticating proxies (oauth2-proxy, Apache, Django's RemoteUser) send
@@ -124,14 +121,6 @@ func Defaults(c *Config) {
 		setDefault(&r.MaxBodyBytes, s.MaxBodyBytes)
 		if r.Upgrades == nil && r.Dubbo == nil {
 			r.Upgrades = DefaultUpgrades()
-		}
-	}
-}
-
-func defaultFilters(fs []Filter) {
-	for _, f := range fs {
-		if f.CORS != nil && f.CORS.AllowMethods == nil {
-			f.CORS.AllowMethods = DefaultCORSMethods()
 		}
 	}
 }

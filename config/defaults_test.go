@@ -46,11 +46,10 @@ access_log:
   enabled: false
   output: /var/log/dubbogw/access.log
 default_filters:
-  - headers:
-      response:
-        set: {X-Gateway: dubbogw}
-  - ip:
-      deny: ["203.0.113.0/24"]
+  - probe:
+      name: everywhere
+      secrets: {X-Gateway: dubbogw}
+  - marker:
 upstreams:
   users:
     targets:
@@ -77,19 +76,12 @@ routes:
       methods: [GET, HEAD]
       path: /users/{id}
     filters:
-      - cors:
-          allow_origins: ["https://app.example.com", "https://*.example.org:8443"]
-          allow_methods: [GET, POST]
-          allow_headers: ["*"]
-          expose_headers: [X-Request-Id]
-          allow_credentials: true
-          max_age: 10m
-      - rewrite: {path: "/v2/users/{id}", add_prefix: /api}
-      - headers:
-          request:
-            set: {X-User: "{id}"}
-            add: {X-Tag: one}
-            remove: [Cookie]
+      - probe:
+          name: users
+          count: 3
+          methods: [GET, POST]
+          path: "{id}"
+      - marker: {}
     upstream: users
     timeout: 2s
     max_body_bytes: 64KiB
@@ -97,10 +89,7 @@ routes:
   - name: orders_v1
     match: {prefix: /orders, host: api.example.com}
     filters:
-      - rewrite: {strip_prefix: /orders}
-      - rewrite: {regex: "^/(.*)$", replacement: "/o/$1"}
-      - ip: {allow: ["10.0.0.0/8"]}
-      - cors: {allow_origins: ["*"]}
+      - probe: {name: orders}
     upstream: orders
   - name: user-dubbo
     match: {methods: [GET], path: "/api/users/{id}"}
@@ -202,8 +191,8 @@ func TestParseFullConfig(t *testing.T) {
 		RequestID: RequestID{Header: "X-Trace-Id", TrustIncoming: ptr(false)},
 		AccessLog: AccessLog{Enabled: ptr(false), Output: "/var/log/dubbogw/access.log"},
 		DefaultFilters: []Filter{
-			{Headers: &Headers{Response: HeaderOps{Set: map[string]string{"X-Gateway": "dubbogw"}}}},
-			{IP: &IPFilter{Deny: []string{"203.0.113.0/24"}}},
+			{Name: "probe", Spec: &probe{Name: "everywhere", Count: 1, Secrets: map[string]string{"X-Gateway": "dubbogw"}}},
+			{Name: "marker", Spec: &marker{}},
 		},
 		Upstreams: map[string]*Upstream{
 			"users": {
@@ -234,20 +223,8 @@ func TestParseFullConfig(t *testing.T) {
 				Name:  "users.get",
 				Match: Match{Host: "*.example.com", Methods: []string{"GET", "HEAD"}, Path: "/users/{id}"},
 				Filters: []Filter{
-					{CORS: &CORS{
-						AllowOrigins:     []string{"https://app.example.com", "https://*.example.org:8443"},
-						AllowMethods:     []string{"GET", "POST"},
-						AllowHeaders:     []string{"*"},
-						ExposeHeaders:    []string{"X-Request-Id"},
-						AllowCredentials: true,
-						MaxAge:           Duration(10 * time.Minute),
-					}},
-					{Rewrite: &Rewrite{Path: "/v2/users/{id}", AddPrefix: "/api"}},
-					{Headers: &Headers{Request: HeaderOps{
-						Set:    map[string]string{"X-User": "{id}"},
-						Add:    map[string]string{"X-Tag": "one"},
-						Remove: []string{"Cookie"},
-					}}},
+					{Name: "probe", Spec: &probe{Name: "users", Count: 3, Methods: []string{"GET", "POST"}, Path: "{id}"}},
+					{Name: "marker", Spec: &marker{}},
 				},
 				Upstream:     "users",
 				Timeout:      Duration(2 * time.Second),
@@ -255,14 +232,9 @@ func TestParseFullConfig(t *testing.T) {
 				Upgrades:     []string{"websocket", "mqtt"},
 			},
 			{
-				Name:  "orders_v1",
-				Match: Match{Host: "api.example.com", Prefix: "/orders"},
-				Filters: []Filter{
-					{Rewrite: &Rewrite{StripPrefix: "/orders"}},
-					{Rewrite: &Rewrite{Regex: "^/(.*)$", Replacement: "/o/$1"}},
-					{IP: &IPFilter{Allow: []string{"10.0.0.0/8"}}},
-					{CORS: &CORS{AllowOrigins: []string{"*"}, AllowMethods: DefaultCORSMethods()}},
-				},
+				Name:         "orders_v1",
+				Match:        Match{Host: "api.example.com", Prefix: "/orders"},
+				Filters:      []Filter{{Name: "probe", Spec: &probe{Name: "orders", Count: 1}}},
 				Upstream:     "orders",
 				Timeout:      DefaultUpstreamTimeout, // from the upstream
 				MaxBodyBytes: 1000 * 1000,            // from server.max_body_bytes
@@ -359,7 +331,7 @@ routes:
     match: {prefix: /users}
     upstream: users
     filters:
-      - cors: {allow_origins: ["*"]}
+      - probe: {name: a}
 `), "min.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -392,7 +364,7 @@ routes:
 		{"request_id.trust_incoming", *c.RequestID.TrustIncoming, true},
 		{"access_log.enabled", *c.AccessLog.Enabled, true},
 		{"access_log.output", c.AccessLog.Output, "stdout"},
-		{"cors.allow_methods", strings.Join(r.Filters[0].CORS.AllowMethods, ","), "GET,HEAD,POST"},
+		{"a filter's own default", r.Filters[0].Spec.(*probe).Count, 1},
 		{"upstream.policy", u.Policy, "round_robin"},
 		{"upstream.timeout", u.Timeout.D(), 30 * time.Second},
 		{"upstream.connect_timeout", u.ConnectTimeout.D(), 2 * time.Second},

@@ -284,7 +284,7 @@ func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params [
 				ps.add(indexPath(path+".passthrough.allow", i), 0, "%q is neither an interface name nor a package prefix ending in .*", a)
 			}
 		}
-		identity := identityAttachments(c, r)
+		identity := identityAttachments(c)
 		for i, k := range dr.Passthrough.Attachments {
 			kp := indexPath(path+".passthrough.attachments", i)
 			switch {
@@ -293,7 +293,7 @@ func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params [
 			case protocol.ReservedAttachment(k):
 				ps.add(kp, 0, "%q is an attachment Dubbo reserves (service, group, version, token, generic, timeout, routing...): a client may never set it", k)
 			case slices.Contains(identity, strings.ToLower(k)):
-				ps.add(kp, 0, "%q carries identity (an auth filter sets it): a client may never set it", k)
+				ps.add(kp, 0, "%q carries identity (a filter that authenticates sets it): a client may never set it", k)
 			case slices.Contains(dr.Passthrough.Attachments[:i], k):
 				ps.add(kp, 0, "%q is listed twice", k)
 			}
@@ -440,36 +440,21 @@ func validateAllowedClasses(ps *problems, path string, classes []string) {
 	}
 }
 
+// DefaultIdentityAttachment is the attachment key (lower-case) that
+// carries the user's id when a filter authenticates: no Dubbo route may
+// set it, even where no filter does.
+const DefaultIdentityAttachment = "userid"
+
 // identityAttachments are the attachment keys (lower-case) that carry
-// identity: those any auth filter of the configuration sets, and the auth
-// filter's default one.
-func identityAttachments(c *Config, r *Route) []string {
-	keys := []string{"userid"}
-	add := func(fs []Filter) {
-		for _, f := range fs {
-			if f.Auth == nil {
-				continue
-			}
-			for field, att := range f.Auth.Attachments {
-				keys = append(keys, strings.ToLower(field), strings.ToLower(att))
-			}
-			for field := range f.Auth.Headers {
-				keys = append(keys, strings.ToLower(field))
-			}
-			if f.Auth.UserIDField != "" {
-				keys = append(keys, strings.ToLower(f.Auth.UserIDField))
-			}
+// identity: those any identity filter of the configuration sets, and
+// DefaultIdentityAttachment.
+func identityAttachments(c *Config) []string {
+	keys := []string{DefaultIdentityAttachment}
+	identityOf(c, func(s IdentitySource) {
+		for _, k := range s.IdentityAttachments() {
+			keys = append(keys, strings.ToLower(k))
 		}
-	}
-	add(c.DefaultFilters)
-	for _, rt := range c.Routes {
-		if rt != nil {
-			add(rt.Filters)
-		}
-	}
-	if r != nil {
-		add(r.Filters)
-	}
+	})
 	return keys
 }
 

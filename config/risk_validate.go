@@ -6,12 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/net/http/httpguts"
 )
 
-// Defaults of Redis, the auth and rate-limit filters and adaptive
-// concurrency.
+// Defaults of Redis and adaptive concurrency.
 const (
 	DefaultRedisDialTimeout   = Duration(time.Second)
 	DefaultRedisTimeout       = Duration(50 * time.Millisecond)
@@ -21,21 +18,6 @@ const (
 	DefaultClientCacheBytes   = ByteSize(64 << 20)
 	DefaultRedisMaxFailures   = 5
 	DefaultRedisOpenFor       = Duration(500 * time.Millisecond)
-	DefaultAuthStore          = "redis"
-	DefaultAuthKeyPrefix      = "token:"
-	DefaultAuthHeader         = "Authorization"
-	DefaultAuthUserIDField    = "userId"
-	DefaultAuthUserIDHeader   = "X-User-Id"
-	DefaultSlidingThreshold   = Duration(4 * time.Hour)
-	DefaultSlidingWindow      = Duration(4 * time.Hour)
-	DefaultSlidingInterval    = Duration(time.Minute)
-	DefaultAuthTimeout        = Duration(50 * time.Millisecond)
-	DefaultAuthStaleIfError   = Duration(5 * time.Minute)
-	DefaultAuthUnknownLookups = 256
-	DefaultOnStoreError       = "reject"
-	DefaultRateLimitKey       = "client_ip"
-	DefaultRateLimitPer       = Duration(time.Second)
-	DefaultRateLimitMaxKeys   = 100000
 	DefaultAdaptiveAlgorithm  = "gradient"
 	DefaultAdaptiveMinLimit   = 16
 	DefaultAdaptiveMaxLimit   = 1000
@@ -44,9 +26,7 @@ const (
 )
 
 var (
-	authStores      = []string{"redis", "memory"}
-	storeErrorModes = []string{"reject", "anonymous"}
-	adaptiveAlgos   = []string{"gradient", "aimd"}
+	adaptiveAlgos = []string{"gradient", "aimd"}
 )
 
 func defaultRisk(c *Config) {
@@ -62,26 +42,10 @@ func defaultRisk(c *Config) {
 		setDefault(&r.Breaker.MaxFailures, DefaultRedisMaxFailures)
 		setDefault(&r.Breaker.OpenFor, DefaultRedisOpenFor)
 	}
-	each := func(fs []Filter) {
-		for _, f := range fs {
-			if f.Auth != nil {
-				defaultAuth(f.Auth)
-			}
-			if f.RateLimit != nil {
-				rl := f.RateLimit
-				setDefault(&rl.Key, DefaultRateLimitKey)
-				setDefault(&rl.Per, DefaultRateLimitPer)
-				setDefault(&rl.Burst, rl.Rate)
-				setDefault(&rl.MaxKeys, DefaultRateLimitMaxKeys)
-			}
-		}
-	}
-	each(c.DefaultFilters)
 	for _, rt := range c.Routes {
 		if rt == nil {
 			continue
 		}
-		each(rt.Filters)
 		if a := rt.AdaptiveConcurrency; a != nil {
 			defaultAdaptive(a, rt.MaxInFlight)
 		}
@@ -93,31 +57,6 @@ func defaultRisk(c *Config) {
 		}
 		defaultAdaptive(a, limit)
 	}
-}
-
-func defaultAuth(a *Auth) {
-	setDefault(&a.Store, DefaultAuthStore)
-	setDefault(&a.KeyPrefix, DefaultAuthKeyPrefix)
-	setDefault(&a.Token.Header, DefaultAuthHeader)
-	setDefaultPtr(&a.Token.Bearer, true)
-	setDefault(&a.UserIDField, DefaultAuthUserIDField)
-	if a.Headers == nil {
-		a.Headers = map[string]string{DefaultAuthUserIDField: DefaultAuthUserIDHeader}
-	}
-	if a.Attachments == nil {
-		a.Attachments = make(map[string]string, len(a.Headers))
-		for field := range a.Headers {
-			a.Attachments[field] = field
-		}
-	}
-	setDefaultPtr(&a.Sliding.Enabled, true)
-	setDefault(&a.Sliding.Threshold, DefaultSlidingThreshold)
-	setDefault(&a.Sliding.Window, DefaultSlidingWindow)
-	setDefault(&a.Sliding.Interval, DefaultSlidingInterval)
-	setDefault(&a.OnStoreError, DefaultOnStoreError)
-	setDefault(&a.Timeout, DefaultAuthTimeout)
-	setDefaultPtr(&a.StaleIfError, DefaultAuthStaleIfError)
-	setDefault(&a.UnknownLookups, DefaultAuthUnknownLookups)
 }
 
 func defaultAdaptive(a *AdaptiveConcurrency, staticLimit int) {
@@ -132,31 +71,17 @@ func defaultAdaptive(a *AdaptiveConcurrency, staticLimit int) {
 	setDefault(&a.LatencyTarget, DefaultAdaptiveLatencyTgt)
 }
 
-// validateRisk checks the top-level redis section, and that the filters
-// needing Redis have it.
+// validateRisk checks the top-level redis section and the routes'
+// in-flight limits.
 func validateRisk(ps *problems, c *Config) {
 	if c.Redis.Address != "" {
 		validateRedis(ps, &c.Redis)
-	}
-	needRedis := func(path string, f Filter) {
-		switch {
-		case f.Auth != nil && f.Auth.Store == "redis" && c.Redis.Address == "":
-			ps.add(path+".auth.store", 0, "the redis store needs the top-level redis: section (redis.address); or use store: memory")
-		case f.RateLimit != nil && f.RateLimit.Distributed && c.Redis.Address == "":
-			ps.add(path+".rate_limit.distributed", 0, "a distributed limit needs the top-level redis: section (redis.address)")
-		}
-	}
-	for i, f := range c.DefaultFilters {
-		needRedis(indexPath("default_filters", i), f)
 	}
 	for i, rt := range c.Routes {
 		if rt == nil {
 			continue
 		}
 		path := indexPath("routes", i)
-		for j, f := range rt.Filters {
-			needRedis(indexPath(path+".filters", j), f)
-		}
 		if rt.MaxInFlight < 0 {
 			ps.add(path+".max_in_flight", 0, "must not be negative, got %d", rt.MaxInFlight)
 		}
@@ -188,68 +113,6 @@ func validateRedis(ps *problems, r *Redis) {
 	}
 	if r.Breaker.MaxFailures < 1 {
 		ps.add("redis.breaker.max_failures", 0, "must be at least 1, got %d", r.Breaker.MaxFailures)
-	}
-}
-
-func validateAuth(ps *problems, path string, a *Auth) {
-	if !slices.Contains(authStores, a.Store) {
-		ps.add(path+".store", 0, "unknown store %q (known: %s)", a.Store, strings.Join(authStores, ", "))
-	}
-	if a.Store == "memory" && len(a.Tokens) == 0 {
-		ps.add(path+".tokens", 0, "the memory store needs tokens: token → JSON value")
-	}
-	if a.Store != "memory" && len(a.Tokens) > 0 {
-		ps.add(path+".tokens", 0, "tokens are for the memory store")
-	}
-	for tok := range a.Tokens {
-		if tok == "" {
-			ps.add(path+".tokens", 0, "empty token")
-		}
-	}
-	if a.Token.Header == "" && a.Token.Cookie == "" && a.Token.Query == "" {
-		ps.add(path+".token", 0, "name at least one place to read the token: header, cookie or query")
-	}
-	for field, h := range a.Headers {
-		if field == "" || !httpguts.ValidHeaderFieldName(h) {
-			ps.add(keyPath(path+".headers", field), 0, "want a JSON field name mapped to an HTTP header name, got %q", h)
-		}
-	}
-	for field, att := range a.Attachments {
-		if field == "" || att == "" {
-			ps.add(keyPath(path+".attachments", field), 0, "want a JSON field name mapped to an attachment name")
-		}
-	}
-	if !slices.Contains(storeErrorModes, a.OnStoreError) {
-		ps.add(path+".on_store_error", 0, "unknown policy %q (known: %s)", a.OnStoreError, strings.Join(storeErrorModes, ", "))
-	}
-	if a.Sliding.Window.D() < a.Sliding.Threshold.D() {
-		ps.add(path+".sliding.window", 0, "the window (%s) must be at least the threshold (%s), or renewed tokens would be renewed again at once",
-			a.Sliding.Window.D(), a.Sliding.Threshold.D())
-	}
-	for i, rule := range a.Anonymous {
-		rpath := indexPath(path+".anonymous", i)
-		if !strings.HasPrefix(rule.Path, "/") || strings.Contains(strings.TrimSuffix(rule.Path, "/*"), "*") {
-			ps.add(rpath+".path", 0, "%q: want an exact path or a prefix ending in /*", rule.Path)
-		}
-		checkMethods(ps, rpath+".methods", rule.Methods)
-	}
-}
-
-func validateRateLimit(ps *problems, path string, r *RateLimit) {
-	switch k := r.Key; {
-	case k == "client_ip", k == "user", k == "route":
-	case strings.HasPrefix(k, "header:") && httpguts.ValidHeaderFieldName(strings.TrimPrefix(k, "header:")):
-	default:
-		ps.add(path+".key", 0, "unknown key %q (known: client_ip, user, route, header:<Name>)", k)
-	}
-	if r.Rate < 1 {
-		ps.add(path+".rate", 0, "required: requests per period, at least 1")
-	}
-	if r.Burst < 1 {
-		ps.add(path+".burst", 0, "must be at least 1, got %d", r.Burst)
-	}
-	if r.MaxKeys < 1 {
-		ps.add(path+".max_keys", 0, "must be at least 1, got %d", r.MaxKeys)
 	}
 }
 

@@ -105,23 +105,21 @@ func validate(c *Config) problems {
 	}
 
 	if c.Shutdown.IdleGrace != nil {
-		check("shutdown.idle_grace", nonNegative(*c.Shutdown.IdleGrace))
+		check("shutdown.idle_grace", NonNegative(*c.Shutdown.IdleGrace))
 	}
 	if c.Shutdown.Delay != nil {
-		check("shutdown.delay", nonNegative(*c.Shutdown.Delay))
+		check("shutdown.delay", NonNegative(*c.Shutdown.Delay))
 	}
 	check("shutdown.drain_timeout", positive(c.Shutdown.DrainTimeout))
 	if c.Reload.Watch && c.Reload.Interval.D() < 100*time.Millisecond {
 		ps.add("reload.interval", 0, "%s is too short for watching the file: at least 100ms", c.Reload.Interval.D())
 	} else {
-		check("reload.interval", nonNegative(c.Reload.Interval))
+		check("reload.interval", NonNegative(c.Reload.Interval))
 	}
-	check("request_id.header", checkHeaderName(c.RequestID.Header))
+	check("request_id.header", CheckHeaderName(c.RequestID.Header))
 	check("access_log.output", checkLogOutput(c.AccessLog.Output))
 
-	for i, f := range c.DefaultFilters {
-		validateFilter(&ps, indexPath("default_filters", i), f, nil)
-	}
+	validateFilters(&ps, "default_filters", c.DefaultFilters, FilterContext{Redis: c.Redis.Address != ""})
 	validateUpstreams(&ps, c.Upstreams)
 	validateRoutes(&ps, c)
 	validateDubbo(&ps, c)
@@ -169,16 +167,14 @@ func validateRoutes(ps *problems, c *Config) {
 			}
 			ps.add(path+".upstream", 0, "upstream %q is not defined; %s", u, defined)
 		}
-		if err := nonNegative(r.Timeout); err != nil {
+		if err := NonNegative(r.Timeout); err != nil {
 			ps.add(path+".timeout", 0, "%v", err)
 		}
 		if r.MaxBodyBytes < 0 {
 			ps.add(path+".max_body_bytes", 0, "must not be negative")
 		}
 		validateUpgrades(ps, path+".upgrades", r)
-		for j, f := range r.Filters {
-			validateFilter(ps, indexPath(path+".filters", j), f, params)
-		}
+		validateFilters(ps, path+".filters", r.Filters, FilterContext{Params: params, Redis: c.Redis.Address != ""})
 	}
 }
 
@@ -213,7 +209,7 @@ func validateMatch(ps *problems, path string, m *Match) []string {
 			ps.add(path+".host", 0, "%q: %v", m.Host, err)
 		}
 	}
-	checkMethods(ps, path+".methods", m.Methods)
+	CheckMethods(At{ps, path + ".methods"}, m.Methods)
 	var params []string
 	switch {
 	case m.Path != "" && m.Prefix != "":
@@ -236,7 +232,7 @@ func validateMatch(ps *problems, path string, m *Match) []string {
 // parsePathPattern checks "/users/{id}", "/files/{path...}" and returns the
 // parameter names.
 func parsePathPattern(p string) ([]string, error) {
-	if err := checkURLPath(p); err != nil {
+	if err := CheckPath(p); err != nil {
 		return nil, err
 	}
 	params, err := router.PatternParams(p)
@@ -247,7 +243,7 @@ func parsePathPattern(p string) ([]string, error) {
 }
 
 func checkPrefix(p string) error {
-	if err := checkURLPath(p); err != nil {
+	if err := CheckPath(p); err != nil {
 		return err
 	}
 	if err := router.CheckPrefix(p); err != nil {
@@ -256,9 +252,9 @@ func checkPrefix(p string) error {
 	return nil
 }
 
-// checkURLPath checks what every configured path shares: a leading "/", and
+// CheckPath checks what every configured path shares: a leading "/", and
 // no query, fragment, space or control character.
-func checkURLPath(p string) error {
+func CheckPath(p string) error {
 	if !strings.HasPrefix(p, "/") {
 		return fmt.Errorf("%q must start with \"/\"", p)
 	}
@@ -273,19 +269,14 @@ func checkURLPath(p string) error {
 	return nil
 }
 
-// checkMethods checks a list of HTTP methods: upper-case tokens, each once.
-func checkMethods(ps *problems, path string, methods []string) {
+// CheckMethods checks a list of HTTP methods at at: each one the router
+// accepts (router.CheckMethod), listed once.
+func CheckMethods(at At, methods []string) {
 	for i, m := range methods {
-		p := indexPath(path, i)
-		switch {
-		case !httpguts.ValidHeaderFieldName(m):
-			ps.add(p, 0, "%q is not an HTTP method", m)
-		case m != strings.ToUpper(m):
-			ps.add(p, 0, "%q: methods are case-sensitive; write %s", m, strings.ToUpper(m))
-		default:
-			if j := slices.Index(methods[:i], m); j >= 0 {
-				ps.add(p, 0, "%s repeats %s", m, indexPath(lastKey(path), j))
-			}
+		if err := router.CheckMethod(m); err != nil {
+			at.Index(i).Err(err)
+		} else if j := slices.Index(methods[:i], m); j >= 0 {
+			at.Index(i).Errorf("%s repeats %s", m, indexPath(lastKey(at.path), j))
 		}
 	}
 }
@@ -321,239 +312,6 @@ func validHost(h string) bool {
 		}
 	}
 	return true
-}
-
-// validateFilter checks one filter list entry. params are the path parameters
-// of the route (nil in default_filters).
-func validateFilter(ps *problems, path string, f Filter, params []string) {
-	var set []string
-	if f.CORS != nil {
-		set = append(set, "cors")
-		validateCORS(ps, path+".cors", f.CORS)
-	}
-	if f.Headers != nil {
-		set = append(set, "headers")
-		validateHeaders(ps, path+".headers", f.Headers)
-	}
-	if f.Rewrite != nil {
-		set = append(set, "rewrite")
-		validateRewrite(ps, path+".rewrite", f.Rewrite, params)
-	}
-	if f.IP != nil {
-		set = append(set, "ip")
-		validateIPFilter(ps, path+".ip", f.IP)
-	}
-	if f.Auth != nil {
-		set = append(set, "auth")
-		validateAuth(ps, path+".auth", f.Auth)
-	}
-	if f.RateLimit != nil {
-		set = append(set, "rate_limit")
-		validateRateLimit(ps, path+".rate_limit", f.RateLimit)
-	}
-	switch len(set) {
-	case 0:
-		ps.add(path, 0, "empty filter entry: name one filter (cors, headers, rewrite, ip, auth or rate_limit)")
-	case 1:
-	case 2:
-		ps.add(path, 0, "filter entry sets both %s and %s; write one per list item", set[0], set[1])
-	default:
-		ps.add(path, 0, "filter entry sets %s and %s; write one per list item",
-			strings.Join(set[:len(set)-1], ", "), set[len(set)-1])
-	}
-}
-
-func validateCORS(ps *problems, path string, c *CORS) {
-	if len(c.AllowOrigins) == 0 {
-		ps.add(path+".allow_origins", 0, `required: list the allowed origins ("*" allows any)`)
-	}
-	for i, o := range c.AllowOrigins {
-		if err := checkOrigin(o); err != nil {
-			ps.add(indexPath(path+".allow_origins", i), 0, "%v", err)
-		}
-	}
-	if c.AllowCredentials && slices.Contains(c.AllowOrigins, "*") {
-		ps.add(path+".allow_credentials", 0, `cannot be true with allow_origins "*": browsers refuse credentials for any origin; list the origins`)
-	}
-	checkMethods(ps, path+".allow_methods", c.AllowMethods)
-	for _, list := range []struct {
-		key   string
-		names []string
-	}{{"allow_headers", c.AllowHeaders}, {"expose_headers", c.ExposeHeaders}} {
-		for i, h := range list.names {
-			if h == "*" {
-				continue
-			}
-			if err := checkHeaderName(h); err != nil {
-				ps.add(indexPath(path+"."+list.key, i), 0, "%v", err)
-			}
-		}
-	}
-	if err := nonNegative(c.MaxAge); err != nil {
-		ps.add(path+".max_age", 0, "%v", err)
-	}
-}
-
-// checkOrigin accepts "*", "scheme://host[:port]" and "scheme://*.domain[:port]".
-func checkOrigin(o string) error {
-	if o == "*" {
-		return nil
-	}
-	scheme, hostport, ok := strings.Cut(o, "://")
-	if !ok || !validScheme(scheme) {
-		return fmt.Errorf("origin %q: want scheme://host[:port], as in \"https://app.example.com\"", o)
-	}
-	if i := strings.IndexByte(hostport, '/'); i >= 0 {
-		if i == len(hostport)-1 {
-			return fmt.Errorf("origin %q: drop the trailing \"/\" (an origin has no path)", o)
-		}
-		return fmt.Errorf("origin %q has a path; an origin is only scheme://host[:port]", o)
-	}
-	if o != strings.ToLower(o) {
-		return fmt.Errorf("origin %q: browsers send origins in lower case; write %q", o, strings.ToLower(o))
-	}
-	host := hostport
-	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.HasSuffix(hostport, "]") {
-		host = hostport[:i]
-		if err := checkPort(hostport[i+1:], false); err != nil {
-			return fmt.Errorf("origin %q: %v", o, err)
-		}
-	}
-	host = strings.TrimPrefix(host, "*.")
-	if strings.Contains(host, "*") || !validHost(host) {
-		return fmt.Errorf("origin %q: bad host (a wildcard is only allowed as in \"https://*.example.com\")", o)
-	}
-	return nil
-}
-
-func validScheme(s string) bool {
-	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z') {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
-
-func validateHeaders(ps *problems, path string, h *Headers) {
-	empty := true
-	for _, dir := range []struct {
-		key string
-		ops *HeaderOps
-	}{{"request", &h.Request}, {"response", &h.Response}} {
-		p := path + "." + dir.key
-		for _, op := range []struct {
-			key    string
-			values map[string]string
-		}{{"set", dir.ops.Set}, {"add", dir.ops.Add}} {
-			for name, value := range op.values {
-				empty = false
-				hp := keyPath(p+"."+op.key, name)
-				if err := checkHeaderName(name); err != nil {
-					ps.add(hp, 0, "%v", err)
-				} else if !httpguts.ValidHeaderFieldValue(value) {
-					// The value is not shown: header values are often secrets.
-					ps.add(hp, 0, "the value contains a control character")
-				}
-			}
-		}
-		for i, name := range dir.ops.Remove {
-			empty = false
-			if err := checkHeaderName(name); err != nil {
-				ps.add(indexPath(p+".remove", i), 0, "%v", err)
-			}
-		}
-	}
-	if empty {
-		ps.add(path, 0, "empty headers filter: set request or response set, add or remove")
-	}
-}
-
-func validateRewrite(ps *problems, path string, r *Rewrite, params []string) {
-	var set []string
-	for _, f := range []struct{ key, value string }{{"strip_prefix", r.StripPrefix}, {"path", r.Path}, {"regex", r.Regex}} {
-		if f.value != "" {
-			set = append(set, f.key)
-		}
-	}
-	if len(set) > 1 {
-		ps.add(path, 0, "set at most one of strip_prefix, path and regex (got %s)", strings.Join(set, " and "))
-	}
-	if len(set) == 0 && r.AddPrefix == "" {
-		ps.add(path, 0, "empty rewrite: set strip_prefix, path, regex or add_prefix")
-	}
-	if r.StripPrefix != "" {
-		if err := checkURLPath(r.StripPrefix); err != nil {
-			ps.add(path+".strip_prefix", 0, "%v", err)
-		}
-	}
-	if r.AddPrefix != "" {
-		if err := checkURLPath(r.AddPrefix); err != nil {
-			ps.add(path+".add_prefix", 0, "%v", err)
-		}
-	}
-	if r.Path != "" {
-		if err := checkRewritePath(r.Path, params); err != nil {
-			ps.add(path+".path", 0, "%v", err)
-		}
-	}
-	if r.Regex != "" {
-		if _, err := regexp.Compile(r.Regex); err != nil {
-			ps.add(path+".regex", 0, "does not compile: %v", err)
-		}
-	} else if r.Replacement != "" {
-		ps.add(path+".replacement", 0, "needs regex")
-	}
-}
-
-// checkRewritePath checks a replacement path whose "{name}" refers to a
-// parameter of the route's path pattern. params is nil outside a route.
-func checkRewritePath(p string, params []string) error {
-	if err := checkURLPath(p); err != nil {
-		return err
-	}
-	for rest := p; ; {
-		open := strings.IndexByte(rest, '{')
-		if open < 0 {
-			if strings.Contains(rest, "}") {
-				return fmt.Errorf("%q: unbalanced \"}\"", p)
-			}
-			return nil
-		}
-		end := strings.IndexByte(rest[open:], '}')
-		if end < 0 {
-			return fmt.Errorf("%q: unbalanced \"{\"", p)
-		}
-		name := strings.TrimSuffix(rest[open+1:open+end], "...")
-		rest = rest[open+end+1:]
-		switch {
-		case params == nil:
-			return fmt.Errorf("%q uses {%s}, but there is no route path pattern to take it from", p, name)
-		case !slices.Contains(params, name):
-			return fmt.Errorf("%q uses {%s}, which is not a parameter of the route's match.path (has: %s)",
-				p, name, strings.Join(params, ", "))
-		}
-	}
-}
-
-func validateIPFilter(ps *problems, path string, f *IPFilter) {
-	if len(f.Allow) == 0 && len(f.Deny) == 0 {
-		ps.add(path, 0, "empty ip filter: set allow or deny")
-	}
-	for _, list := range []struct {
-		key   string
-		items []string
-	}{{"allow", f.Allow}, {"deny", f.Deny}} {
-		for i, item := range list.items {
-			if _, err := exchange.ParsePrefix(item); err != nil {
-				ps.add(indexPath(path+"."+list.key, i), 0, "%q is not an IP address or CIDR", item)
-			}
-		}
-	}
 }
 
 func validateUpstreams(ps *problems, upstreams map[string]*Upstream) {
@@ -606,7 +364,7 @@ func validateUpstreams(ps *problems, upstreams map[string]*Upstream) {
 		if u.Pool.MaxPerTarget < 0 {
 			ps.add(path+".pool.max_per_target", 0, "must be 0 (no cap) or more")
 		}
-		if err := nonNegative(u.Pool.IdleTimeout); err != nil {
+		if err := NonNegative(u.Pool.IdleTimeout); err != nil {
 			ps.add(path+".pool.idle_timeout", 0, "%v", err)
 		}
 		validateRetry(ps, path+".retry", &u.Retry)
@@ -674,7 +432,7 @@ func validateRetry(ps *problems, path string, r *Retry) {
 			ps.add(p, 0, "%s repeats on[%d]", on, j)
 		}
 	}
-	checkMethods(ps, path+".methods", r.Methods)
+	CheckMethods(At{ps, path + ".methods"}, r.Methods)
 }
 
 func validatePassiveHealth(ps *problems, path string, h *PassiveHealth) {
@@ -780,8 +538,8 @@ func checkLogOutput(out string) error {
 	return nil
 }
 
-// checkHeaderName accepts an HTTP header field name (an RFC 9110 token).
-func checkHeaderName(name string) error {
+// CheckHeaderName accepts an HTTP header field name (an RFC 9110 token).
+func CheckHeaderName(name string) error {
 	if !httpguts.ValidHeaderFieldName(name) {
 		return fmt.Errorf("%q is not a valid header name", name)
 	}
@@ -798,7 +556,7 @@ var notIdentity = []string{"host", "content-length", "content-type", "transfer-e
 
 // checkIdentityHeader checks one server.identity_headers entry.
 func checkIdentityHeader(name, requestIDHeader string) error {
-	if err := checkHeaderName(name); err != nil {
+	if err := CheckHeaderName(name); err != nil {
 		return err
 	}
 	folded := strings.ToLower(strings.ReplaceAll(name, "_", "-"))
@@ -815,7 +573,8 @@ func positive(d Duration) error {
 	return nil
 }
 
-func nonNegative(d Duration) error {
+// NonNegative accepts a duration of 0 or more.
+func NonNegative(d Duration) error {
 	if d < 0 {
 		return fmt.Errorf("must not be negative, got %s", d.D())
 	}

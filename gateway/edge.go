@@ -9,7 +9,6 @@ import (
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
-	"github.com/dubbogw/dubbogw/filter/auth"
 )
 
 // This file is what the gateway does to every request as it enters, before
@@ -40,7 +39,7 @@ type identitySet struct {
 }
 
 // newIdentitySet collects the identity headers of cfg: server.identity_headers
-// and the headers of every auth filter, on every route: an upstream that
+// and the headers every identity filter (auth) sets, on every route: an upstream that
 // trusts X-User-Id from the gateway cannot tell which route, authenticated
 // or not, a request came through.
 func newIdentitySet(cfg *config.Config) identitySet {
@@ -48,18 +47,8 @@ func newIdentitySet(cfg *config.Config) identitySet {
 	for _, h := range cfg.Server.IdentityHeaders {
 		s.add(h)
 	}
-	addAuth := func(fs []config.Filter) {
-		for _, f := range fs {
-			for _, h := range auth.HeaderNames(f.Auth) {
-				s.add(h)
-			}
-		}
-	}
-	addAuth(cfg.DefaultFilters)
-	for _, rc := range cfg.Routes {
-		if rc != nil {
-			addAuth(rc.Filters)
-		}
+	for _, h := range config.IdentityHeaders(cfg) {
+		s.add(h)
 	}
 	return s
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/filter/auth"
 )
 
 func TestCheckPath(t *testing.T) {
@@ -107,10 +108,10 @@ func equalHeaders(a, b http.Header) bool {
 func TestIdentitySet(t *testing.T) {
 	cfg := &config.Config{
 		Server:         config.Server{IdentityHeaders: []string{"X-Remote-User"}},
-		DefaultFilters: []config.Filter{{Auth: &config.Auth{Headers: map[string]string{"tenant": "x-tenant-id"}}}},
+		DefaultFilters: []config.Filter{{Name: "auth", Spec: &auth.Config{Headers: map[string]string{"tenant": "x-tenant-id"}}}},
 		Routes: []*config.Route{
-			{Filters: []config.Filter{{Auth: &config.Auth{}}}}, // default: X-User-Id
-			{Filters: []config.Filter{{Auth: &config.Auth{Headers: map[string]string{"roles": "X-Roles"}}}}},
+			{Filters: []config.Filter{{Name: "auth", Spec: &auth.Config{}}}}, // default: X-User-Id
+			{Filters: []config.Filter{{Name: "auth", Spec: &auth.Config{Headers: map[string]string{"roles": "X-Roles"}}}}},
 			nil,
 		},
 	}

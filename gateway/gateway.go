@@ -28,6 +28,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
 	"github.com/dubbogw/dubbogw/filter/accesslog"
+	_ "github.com/dubbogw/dubbogw/filter/all" // every filter of filter lists
 	"github.com/dubbogw/dubbogw/observe"
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/redisclient"

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -26,12 +25,6 @@ import (
 	"github.com/dubbogw/dubbogw/dubboroute"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/filter"
-	"github.com/dubbogw/dubbogw/filter/auth"
-	"github.com/dubbogw/dubbogw/filter/cors"
-	"github.com/dubbogw/dubbogw/filter/headers"
-	"github.com/dubbogw/dubbogw/filter/ipfilter"
-	"github.com/dubbogw/dubbogw/filter/ratelimit"
-	"github.com/dubbogw/dubbogw/filter/rewrite"
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/redisclient"
 	"github.com/dubbogw/dubbogw/registry"
@@ -288,18 +281,18 @@ func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ 
 		}
 	}
 	for j, fc := range cfg.DefaultFilters {
-		f, name, err := buildFilter(fc, params, rc.Name, d)
+		f, err := buildFilter(fc, params, rc.Name, d)
 		if err != nil {
-			return nil, fmt.Errorf(" (default_filters[%d].%s): %w", j, name, err)
+			return nil, fmt.Errorf(" (default_filters[%d].%s): %w", j, fc.Name, err)
 		}
-		add(f, name)
+		add(f, fc.Name)
 	}
 	for j, fc := range rc.Filters {
-		f, name, err := buildFilter(fc, params, rc.Name, d)
+		f, err := buildFilter(fc, params, rc.Name, d)
 		if err != nil {
-			return nil, fmt.Errorf(".filters[%d].%s: %w", j, name, err)
+			return nil, fmt.Errorf(".filters[%d].%s: %w", j, fc.Name, err)
 		}
-		add(f, name)
+		add(f, fc.Name)
 	}
 	if rt.limiter, err = routeLimiter(rc, old); err != nil {
 		return nil, fmt.Errorf(".adaptive_concurrency: %w", err)
@@ -391,41 +384,13 @@ func newRegistry(c *config.Registry, d deps) (registry.Registry, error) {
 }
 
 // buildFilter builds the one filter an entry names, for route.
-func buildFilter(fc config.Filter, params []string, route string, d deps) (filter.Filter, string, error) {
-	switch {
-	case fc.CORS != nil:
-		f, err := cors.New(fc.CORS)
-		return f, "cors", err
-	case fc.Headers != nil:
-		f, err := headers.New(fc.Headers)
-		return f, "headers", err
-	case fc.Rewrite != nil:
-		f, err := rewrite.New(fc.Rewrite, params)
-		return f, "rewrite", err
-	case fc.IP != nil:
-		f, err := ipfilter.New(fc.IP)
-		return f, "ip", err
-	case fc.Auth != nil:
-		if d.offline && fc.Auth.Store == "redis" {
-			return passThrough, "auth", nil // validate: checked by config, never connected
-		}
-		f, err := auth.New(fc.Auth, auth.Deps{Redis: d.redis, Metrics: d.registry, Log: d.log, Route: route})
-		return f, "auth", err
-	case fc.RateLimit != nil:
-		deps := ratelimit.Deps{Metrics: d.registry, Log: d.log, Route: route}
-		if d.redis != nil {
-			deps.Redis = d.redis
-		} else if d.offline && fc.RateLimit.Distributed {
-			return passThrough, "rate_limit", nil
-		}
-		f, err := ratelimit.New(fc.RateLimit, deps)
-		return f, "rate_limit", err
+func buildFilter(fc config.Filter, params []string, route string, d deps) (filter.Filter, error) {
+	spec, ok := fc.Spec.(filter.Spec)
+	if !ok {
+		return nil, fmt.Errorf("filter %q has no Build: its package registered it with config.RegisterFilter, not filter.Register", fc.Name)
 	}
-	return nil, "?", errors.New("empty filter entry")
+	return spec.Build(filter.Deps{Route: route, Params: params, Redis: d.redis, Metrics: d.registry, Log: d.log, Offline: d.offline})
 }
-
-// passThrough stands in for filters dubbogw validate checks but does not build.
-var passThrough = filter.Func(func(next http.Handler) http.Handler { return next })
 
 // routePattern is the low-cardinality template of the paths a route
 // matches, for the http.route span attribute: its path pattern, or its

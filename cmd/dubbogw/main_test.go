@@ -112,6 +112,29 @@ func TestValidate(t *testing.T) {
 			t.Errorf("validate %q: exit %d, stderr %q, want mention of %s", b.yaml, code, errOut, b.want)
 		}
 	}
+	// Every problem of every filter at once, each with its file and line:
+	// a bad cors max_age does not hide a headers filter setting Connection.
+	filters := writeConfig(t, `upstreams:
+  u: {targets: [{url: 'http://127.0.0.1:1'}]}
+routes:
+  - name: a
+    match: {path: /a}
+    upstream: u
+    filters:
+      - cors: {allow_origins: ["*"], max_age: 10ms}
+      - headers: {request: {set: {Connection: close}}}
+      - rate_limit: {rate: 0}
+`)
+	code, _, errOut := runCLI(t, "validate", "--config", filters)
+	for _, want := range []string{
+		filters + ":8: routes[0].filters[0].cors.max_age: 10ms is below the one-second resolution",
+		filters + `:9: routes[0].filters[1].headers.request.set.Connection: "Connection" cannot be set here`,
+		filters + ":10: routes[0].filters[2].rate_limit.rate: required",
+	} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("validate filters: exit %d, stderr %q; want %q", code, errOut, want)
+		}
+	}
 	// An admin listener open to other machines without a token is valid,
 	// and warned about.
 	open := writeConfig(t, "admin: {listen: '0.0.0.0:9090'}\n")

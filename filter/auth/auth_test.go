@@ -25,7 +25,7 @@ func TestValidToken(t *testing.T) {
 	addr := testenv.RedisAddr(t)
 	prefix := uniquePrefix(t)
 	setToken(t, rawClient(t, addr), prefix+"tok1", identityJSON, time.Hour*5)
-	g := newGateway(t, config.Auth{
+	g := newGateway(t, auth.Config{
 		KeyPrefix: prefix,
 		Headers:   map[string]string{"userId": "X-User-Id", "tenant": "X-Tenant", "level": "x-level", "vip": "X-Vip", "note": "X-Note", "nested": "X-Nested"},
 	}, newRedisClient(t, config.Redis{Address: addr}))
@@ -57,7 +57,7 @@ func TestDefaults(t *testing.T) {
 	raw := rawClient(t, addr)
 	tok := fmt.Sprintf("defaults-%d", time.Now().UnixNano())
 	setToken(t, raw, "token:"+tok, `{"userId":"u1","role":"admin"}`, 5*time.Hour)
-	g := newGateway(t, config.Auth{}, newRedisClient(t, config.Redis{Address: addr}))
+	g := newGateway(t, auth.Config{}, newRedisClient(t, config.Redis{Address: addr}))
 	r := g.do("GET", "/", "Authorization: Bearer "+tok, "X-Role: forged-but-not-an-identity-header")
 	want := map[string][]string{"X-User-Id": {"u1"}, "X-Role": {"forged-but-not-an-identity-header"}}
 	if r.status != 200 || !reflect.DeepEqual(r.seen.Headers, want) || !reflect.DeepEqual(r.seen.Attachments, map[string]string{"userId": "u1"}) {
@@ -66,16 +66,16 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestTokenSources(t *testing.T) {
-	g := newGateway(t, config.Auth{
+	g := newGateway(t, auth.Config{
 		Store:  "memory",
 		Tokens: map[string]string{"tok 1": `{"userId":"u1"}`, "tok2": `{"userId":"u2"}`},
-		Token:  config.TokenSource{Cookie: "sid", Query: "access_token"},
+		Token:  auth.TokenSource{Cookie: "sid", Query: "access_token"},
 	}, nil)
 	noBearer := false
-	raw := newGateway(t, config.Auth{
+	raw := newGateway(t, auth.Config{
 		Store:  "memory",
 		Tokens: map[string]string{"Bearer tok2": `{"userId":"literal"}`, "tok2": `{"userId":"u2"}`},
-		Token:  config.TokenSource{Header: "X-Token", Bearer: &noBearer},
+		Token:  auth.TokenSource{Header: "X-Token", Bearer: &noBearer},
 	}, nil)
 	for _, c := range []struct {
 		name    string
@@ -112,7 +112,7 @@ func TestTokenSources(t *testing.T) {
 }
 
 func TestUnauthorized(t *testing.T) {
-	g := newGateway(t, config.Auth{
+	g := newGateway(t, auth.Config{
 		Store: "memory",
 		Tokens: map[string]string{
 			"ok": `{"userId":"u1"}`,
@@ -134,7 +134,7 @@ func TestUnauthorized(t *testing.T) {
 	for tok, v := range bad {
 		setToken(t, raw, prefix+tok, v, time.Hour)
 	}
-	rg := newGateway(t, config.Auth{KeyPrefix: prefix}, newRedisClient(t, config.Redis{Address: addr}))
+	rg := newGateway(t, auth.Config{KeyPrefix: prefix}, newRedisClient(t, config.Redis{Address: addr}))
 
 	r := g.do("GET", "/", "X-User-Id: forged")
 	if r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") != "Bearer" || r.header.Get("Content-Type") != "application/json" {
@@ -163,12 +163,12 @@ func TestUnauthorized(t *testing.T) {
 }
 
 func TestAnonymousRules(t *testing.T) {
-	g := newGateway(t, config.Auth{
+	g := newGateway(t, auth.Config{
 		Store:  "memory",
 		Tokens: map[string]string{"ok": `{"userId":"u1"}`},
-		Anonymous: []config.AnonymousRule{
+		Anonymous: []auth.AnonymousRule{
 			{Path: "/public/*"},
-			{Path: "/health", Methods: []string{"get", "HEAD"}},
+			{Path: "/health", Methods: []string{"GET", "HEAD"}},
 		},
 	}, nil)
 	for _, c := range []struct {
@@ -232,8 +232,8 @@ func TestRenewalOnce(t *testing.T) {
 	setToken(t, raw, prefix+"high", `{"userId":"u2"}`, 3*time.Hour)
 	// Generous timeouts: 1,000 goroutines on a slow (-race) machine are
 	// about renewal here, not about deadlines.
-	cfg := config.Auth{KeyPrefix: prefix, Timeout: config.Duration(5 * time.Second),
-		Sliding: config.Sliding{Threshold: config.Duration(time.Hour), Window: config.Duration(2 * time.Hour)}}
+	cfg := auth.Config{KeyPrefix: prefix, Timeout: config.Duration(5 * time.Second),
+		Sliding: auth.Sliding{Threshold: config.Duration(time.Hour), Window: config.Duration(2 * time.Hour)}}
 	g := newGateway(t, cfg, newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(5 * time.Second)}))
 	h := withInfo(g.f.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	before := pexpireCalls(t, raw)
@@ -294,8 +294,8 @@ func TestRenewalAcrossInstances(t *testing.T) {
 	raw := rawClient(t, s.Addr())
 	prefix := uniquePrefix(t)
 	setToken(t, raw, prefix+"low", `{"userId":"u1"}`, time.Minute)
-	cfg := config.Auth{KeyPrefix: prefix, Timeout: config.Duration(5 * time.Second),
-		Sliding: config.Sliding{Threshold: config.Duration(time.Hour), Window: config.Duration(2 * time.Hour)}}
+	cfg := auth.Config{KeyPrefix: prefix, Timeout: config.Duration(5 * time.Second),
+		Sliding: auth.Sliding{Threshold: config.Duration(time.Hour), Window: config.Duration(2 * time.Hour)}}
 	a := newGateway(t, cfg, newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(5 * time.Second)}))
 	b := newGateway(t, cfg, newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(5 * time.Second)}))
 	before := pexpireCalls(t, raw)
@@ -340,7 +340,7 @@ func TestRevocation(t *testing.T) {
 	raw := rawClient(t, addr)
 	prefix := uniquePrefix(t)
 	setToken(t, raw, prefix+"tok", `{"userId":"u1"}`, 5*time.Hour)
-	cfg := config.Auth{KeyPrefix: prefix}
+	cfg := auth.Config{KeyPrefix: prefix}
 	instances := []*gateway{
 		newGateway(t, cfg, newRedisClient(t, config.Redis{Address: addr})),
 		newGateway(t, cfg, newRedisClient(t, config.Redis{Address: addr})),
@@ -376,12 +376,12 @@ func TestStoreDown(t *testing.T) {
 	// scheduler under -race.
 	const margin = 2 * time.Second
 	rc := newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(timeout), Breaker: config.RedisBreaker{MaxFailures: 1000}})
-	public := []config.AnonymousRule{{Path: "/public/*"}}
-	reject := newGateway(t, config.Auth{KeyPrefix: prefix, Anonymous: public}, rc)
-	anon := newGateway(t, config.Auth{KeyPrefix: prefix, Anonymous: public, OnStoreError: "anonymous"}, rc)
+	public := []auth.AnonymousRule{{Path: "/public/*"}}
+	reject := newGateway(t, auth.Config{KeyPrefix: prefix, Anonymous: public}, rc)
+	anon := newGateway(t, auth.Config{KeyPrefix: prefix, Anonymous: public, OnStoreError: "anonymous"}, rc)
 	// A filter timeout shorter than the client's: the filter's holds.
 	slowClient := newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(time.Second), Breaker: config.RedisBreaker{MaxFailures: 1000}})
-	short := newGateway(t, config.Auth{KeyPrefix: prefix, Timeout: config.Duration(30 * time.Millisecond)}, slowClient)
+	short := newGateway(t, auth.Config{KeyPrefix: prefix, Timeout: config.Duration(30 * time.Millisecond)}, slowClient)
 	for _, g := range []*gateway{reject, anon, short} {
 		// The first lookup has the short deadlines too: a slow scheduler
 		// may make it miss; once answered it is cached.
@@ -429,7 +429,7 @@ func TestStoreDown(t *testing.T) {
 func TestBreakerOpenRejects(t *testing.T) {
 	s := testenv.StartRedis(t, "")
 	rc := newRedisClient(t, config.Redis{Address: s.Addr(), Breaker: config.RedisBreaker{MaxFailures: 1, OpenFor: config.Duration(time.Minute)}})
-	g := newGateway(t, config.Auth{KeyPrefix: uniquePrefix(t)}, rc)
+	g := newGateway(t, auth.Config{KeyPrefix: uniquePrefix(t)}, rc)
 	s.Stop()
 	testenv.WaitFor(t, 5*time.Second, "the breaker opening", func() bool {
 		g.do("GET", "/", "Authorization: Bearer t")
@@ -442,12 +442,12 @@ func TestBreakerOpenRejects(t *testing.T) {
 }
 
 func TestMemoryStore(t *testing.T) {
-	g := newGateway(t, config.Auth{
+	g := newGateway(t, auth.Config{
 		Store:   "memory",
 		Tokens:  map[string]string{"demo-token": `{"userId":"demo","name":"Demo User"}`},
 		Headers: map[string]string{"userId": "X-User-Id", "name": "X-User-Name"},
 		// Tokens start with the window as TTL, under the threshold: renewed at once.
-		Sliding: config.Sliding{Threshold: config.Duration(time.Hour), Window: config.Duration(time.Hour)},
+		Sliding: auth.Sliding{Threshold: config.Duration(time.Hour), Window: config.Duration(time.Hour)},
 	}, nil)
 	r := g.do("GET", "/", "Authorization: Bearer demo-token", "X-User-Name: forged")
 	want := map[string][]string{"X-User-Id": {"demo"}, "X-User-Name": {"Demo User"}}
@@ -470,32 +470,35 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	mem := map[string]string{"t": `{"userId":"u"}`}
 	for _, c := range []struct {
 		name string
-		cfg  config.Auth
+		cfg  auth.Config
 		rc   *redisclient.Client
+		want string
 	}{
-		{"redis store without a client", config.Auth{}, nil},
-		{"unknown store", config.Auth{Store: "ldap"}, rc},
-		{"tokens with the redis store", config.Auth{Tokens: mem}, rc},
-		{"memory store without tokens", config.Auth{Store: "memory"}, nil},
-		{"memory token without user id", config.Auth{Store: "memory", Tokens: map[string]string{"t": `{"name":"x"}`}}, nil},
-		{"unknown policy", config.Auth{OnStoreError: "allow"}, rc},
-		{"bad header name", config.Auth{Headers: map[string]string{"userId": "X User"}}, rc},
-		{"reserved header", config.Auth{Headers: map[string]string{"userId": "Host"}}, rc},
-		{"the token header", config.Auth{Token: config.TokenSource{Header: "X-Token"}, Headers: map[string]string{"userId": "x-token"}}, rc},
-		{"two fields, one header", config.Auth{Headers: map[string]string{"a": "X-A", "b": "x-a"}}, rc},
-		{"empty attachment", config.Auth{Attachments: map[string]string{"userId": ""}}, rc},
-		{"window below threshold", config.Auth{Sliding: config.Sliding{Threshold: config.Duration(time.Hour), Window: config.Duration(time.Minute)}}, rc},
-		{"anonymous path without /", config.Auth{Anonymous: []config.AnonymousRule{{Path: "public/*"}}}, rc},
-		{"anonymous path with a wildcard inside", config.Auth{Anonymous: []config.AnonymousRule{{Path: "/a/*/b"}}}, rc},
-		{"bad method", config.Auth{Anonymous: []config.AnonymousRule{{Path: "/a", Methods: []string{"GE T"}}}}, rc},
+		{"redis store without a client", auth.Config{}, nil, `store: the redis store needs the top-level redis: section`},
+		{"unknown store", auth.Config{Store: "ldap"}, rc, `store: unknown store "ldap" (known: redis, memory)`},
+		{"tokens with the redis store", auth.Config{Tokens: mem}, rc, `tokens: tokens are for the memory store`},
+		{"memory store without tokens", auth.Config{Store: "memory"}, nil, `tokens: the memory store needs tokens`},
+		{"memory token without user id", auth.Config{Store: "memory", Tokens: map[string]string{"t": `{"name":"x"}`}}, nil, `tokens: the value of token t…: want a JSON object with a non-empty string "userId"`},
+		{"unknown policy", auth.Config{OnStoreError: "allow"}, rc, `on_store_error: unknown policy "allow"`},
+		{"bad header name", auth.Config{Headers: map[string]string{"userId": "X User"}}, rc, `headers.userId: want a JSON field name mapped to an HTTP header name, got "X User"`},
+		{"reserved header", auth.Config{Headers: map[string]string{"userId": "Host"}}, rc, `headers.userId: "Host" may not carry identity`},
+		{"the token header", auth.Config{Token: auth.TokenSource{Header: "X-Token"}, Headers: map[string]string{"userId": "x-token"}}, rc, `headers.userId: "x-token" may not carry identity`},
+		{"two fields, one header", auth.Config{Headers: map[string]string{"a": "X-A", "b": "x-a"}}, rc, `headers.b: two fields are sent as "x-a"`},
+		{"empty attachment", auth.Config{Attachments: map[string]string{"userId": ""}}, rc, `attachments.userId: want a JSON field name mapped to an attachment name`},
+		{"window below threshold", auth.Config{Sliding: auth.Sliding{Threshold: config.Duration(time.Hour), Window: config.Duration(time.Minute)}}, rc, `sliding.window: the window (1m0s) must be at least the threshold (1h0m0s)`},
+		{"anonymous path without /", auth.Config{Anonymous: []auth.AnonymousRule{{Path: "public/*"}}}, rc, `anonymous[0].path: "public/*": want an exact path or a prefix ending in /*`},
+		{"anonymous path with a wildcard inside", auth.Config{Anonymous: []auth.AnonymousRule{{Path: "/a/*/b"}}}, rc, `anonymous[0].path: "/a/*/b"`},
+		{"lower-case method", auth.Config{Anonymous: []auth.AnonymousRule{{Path: "/a", Methods: []string{"get"}}}}, rc, `anonymous[0].methods[0]: "get": methods are case-sensitive; write GET`},
+		{"negative durations", auth.Config{Timeout: config.Duration(-time.Second), StaleIfError: ptr(config.Duration(-time.Second)), UnknownLookups: -1}, rc, "stale_if_error: must not be negative"},
+		{"bad method", auth.Config{Anonymous: []auth.AnonymousRule{{Path: "/a", Methods: []string{"GE T"}}}}, rc, `anonymous[0].methods[0]: "GE T" is not an HTTP method`},
 	} {
-		if f, err := auth.New(&c.cfg, auth.Deps{Redis: c.rc}); err == nil {
+		f, err := auth.New(&c.cfg, auth.Deps{Redis: c.rc})
+		if err == nil {
 			f.Close()
 			t.Errorf("%s: accepted", c.name)
+		} else if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want it to contain %q", c.name, err, c.want)
 		}
-	}
-	if _, err := auth.New(nil, auth.Deps{}); err == nil {
-		t.Error("nil config accepted")
 	}
 }
 
@@ -512,7 +515,7 @@ func TestCloseStopsWorkers(t *testing.T) {
 		return n
 	}
 	testenv.WaitFor(t, 3*time.Second, "no renewer of earlier tests", func() bool { return count() == 0 })
-	f, err := auth.New(&config.Auth{Store: "memory", Tokens: map[string]string{"t": `{"userId":"u"}`}}, auth.Deps{})
+	f, err := auth.New(&auth.Config{Store: "memory", Tokens: map[string]string{"t": `{"userId":"u"}`}}, auth.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

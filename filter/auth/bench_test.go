@@ -38,7 +38,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 			sink = vs[0]
 		}
 	})
-	filtered := func(cfg config.Auth) http.Handler {
+	filtered := func(cfg auth.Config) http.Handler {
 		f, err := auth.New(&cfg, auth.Deps{Redis: rc, Route: "bench"})
 		if err != nil {
 			b.Fatal(err)
@@ -60,9 +60,9 @@ func BenchmarkServeHTTP(b *testing.B) {
 		r    *http.Request
 	}{
 		{"next_alone", next, request("cold")},
-		{"redis_cached", filtered(config.Auth{KeyPrefix: prefix, Headers: headers}), request("cold")},
-		{"redis_cached_renewal_deduplicated", filtered(config.Auth{KeyPrefix: prefix, Headers: headers}), request("warm")},
-		{"memory", filtered(config.Auth{Store: "memory", Tokens: map[string]string{"cold": value}, Headers: headers}), request("cold")},
+		{"redis_cached", filtered(auth.Config{KeyPrefix: prefix, Headers: headers}), request("cold")},
+		{"redis_cached_renewal_deduplicated", filtered(auth.Config{KeyPrefix: prefix, Headers: headers}), request("warm")},
+		{"memory", filtered(auth.Config{Store: "memory", Tokens: map[string]string{"cold": value}, Headers: headers}), request("cold")},
 	} {
 		w := &discardWriter{h: http.Header{}}
 		for range 10 { // fill the client-side cache of both connections

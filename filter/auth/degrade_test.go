@@ -9,6 +9,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/filter/auth"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
@@ -31,8 +32,8 @@ func TestStaleIfError(t *testing.T) {
 	rc := newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(200 * time.Millisecond),
 		Breaker: config.RedisBreaker{MaxFailures: 1000}, ClientCache: config.ClientCache{Enabled: &off}})
 	zero := config.Duration(0)
-	open := newGateway(t, config.Auth{KeyPrefix: prefix}, rc)
-	closed := newGateway(t, config.Auth{KeyPrefix: prefix, StaleIfError: &zero}, rc)
+	open := newGateway(t, auth.Config{KeyPrefix: prefix}, rc)
+	closed := newGateway(t, auth.Config{KeyPrefix: prefix, StaleIfError: &zero}, rc)
 	for _, g := range []*gateway{open, closed} {
 		for _, tok := range []string{"known", "revoked"} {
 			if r := g.do("GET", "/", "Authorization: Bearer "+tok); r.status != 200 {
@@ -89,7 +90,7 @@ func TestUnknownTokenBudget(t *testing.T) {
 	setToken(t, raw, prefix+"known", `{"userId":"u1"}`, time.Hour)
 	rc := newRedisClient(t, config.Redis{Address: s.Addr(), Timeout: config.Duration(5 * time.Second),
 		Breaker: config.RedisBreaker{MaxFailures: 1000}})
-	g := newGateway(t, config.Auth{KeyPrefix: prefix, UnknownLookups: 2, Timeout: config.Duration(time.Second)}, rc)
+	g := newGateway(t, auth.Config{KeyPrefix: prefix, UnknownLookups: 2, Timeout: config.Duration(time.Second)}, rc)
 	if r := g.do("GET", "/", "Authorization: Bearer known"); r.status != 200 {
 		t.Fatalf("known token: %d", r.status)
 	}

@@ -67,7 +67,7 @@ type gateway struct {
 // Without a Timeout in cfg the lookup gets functionalTimeout: tests that
 // are not about deadlines must not race the 50 ms default on a loaded
 // machine.
-func newGateway(t testing.TB, cfg config.Auth, rc *redisclient.Client) *gateway {
+func newGateway(t testing.TB, cfg auth.Config, rc *redisclient.Client) *gateway {
 	t.Helper()
 	if cfg.Timeout == 0 {
 		cfg.Timeout = functionalTimeout
@@ -241,3 +241,5 @@ func pexpireCalls(t testing.TB, raw rueidis.Client) int {
 func uniquePrefix(t testing.TB) string {
 	return fmt.Sprintf("dubbogw-test:%s:%d:token:", t.Name(), time.Now().UnixNano())
 }
+
+func ptr[T any](v T) *T { return &v }

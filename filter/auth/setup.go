@@ -6,8 +6,6 @@
 package auth
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/textproto"
 	"slices"
@@ -23,7 +21,7 @@ import (
 	"github.com/dubbogw/dubbogw/redisclient"
 )
 
-// Defaults for zero fields of config.Auth.
+// Defaults of the fields of Config.
 const (
 	defaultStore        = "redis"
 	defaultKeyPrefix    = "token:"
@@ -60,7 +58,7 @@ type Deps struct {
 	Route string
 }
 
-// Filter is a compiled config.Auth. It owns the workers that renew
+// Filter is a compiled Config. It owns the workers that renew
 // tokens: Close stops them.
 type Filter struct {
 	store        Store
@@ -79,7 +77,7 @@ type Filter struct {
 	log          *slog.Logger
 }
 
-// tokenSource is a compiled config.TokenSource.
+// tokenSource is a compiled TokenSource.
 type tokenSource struct {
 	header string // canonical; "" = not read
 	bearer bool
@@ -87,7 +85,7 @@ type tokenSource struct {
 	query  string
 }
 
-// anonymousRule is a compiled config.AnonymousRule.
+// anonymousRule is a compiled AnonymousRule.
 type anonymousRule struct {
 	path    string // exact path, or the prefix with its trailing "/" when prefix
 	prefix  bool
@@ -99,100 +97,104 @@ type anonymousRule struct {
 var reservedHeaders = []string{"Host", "Content-Length", "Content-Type", "Transfer-Encoding", "Connection",
 	"Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade", "Cookie", "Authorization", "Proxy-Authorization"}
 
-// New compiles cfg into the auth filter, applying defaults to zero fields
-// (cfg is not modified). Errors name the field at fault.
-func New(cfg *config.Auth, deps Deps) (*Filter, error) {
-	if cfg == nil {
-		return nil, errors.New("auth: no configuration")
+// New compiles cfg into the auth filter, with defaults for the fields
+// left unset (cfg is not modified). Its error lists every problem, each
+// naming its field.
+func New(cfg *Config, deps Deps) (*Filter, error) {
+	c := *cfg
+	c.Defaults()
+	var f *Filter
+	if err := config.Check("", func(at config.At) { f = compile(&c, deps.Redis != nil, at) }); err != nil {
+		return nil, err
 	}
 	log := deps.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f := &Filter{
-		timeout:     orDefault(cfg.Timeout.D(), defaultTimeout),
-		anonOnError: orDefault(cfg.OnStoreError, defaultOnStoreError) == "anonymous",
-		log:         log.With("filter", "auth", "route", deps.Route),
-	}
-	f.identities.limit = maxIdentities
-	staleIfError := defaultStaleIfError
-	if cfg.StaleIfError != nil {
-		staleIfError = cfg.StaleIfError.D()
-	}
-	if staleIfError < 0 {
-		return nil, errors.New("stale_if_error: must not be negative")
-	}
-	f.known = knownTokens{maxStale: staleIfError, keep: max(staleIfError, defaultStaleIfError), limit: maxKnownTokens}
-	unknown := orDefault(cfg.UnknownLookups, defaultUnknown)
-	if unknown < 1 {
-		return nil, fmt.Errorf("unknown_lookups: %d: must be at least 1", unknown)
-	}
-	f.unknownSlots = make(chan struct{}, unknown)
-	if p := orDefault(cfg.OnStoreError, defaultOnStoreError); p != "reject" && p != "anonymous" {
-		return nil, fmt.Errorf("on_store_error: unknown policy %q (known: reject, anonymous)", p)
-	}
-	if f.timeout < 0 {
-		return nil, errors.New("timeout: must not be negative")
-	}
-	var err error
-	if f.token, err = compileTokenSource(cfg.Token); err != nil {
-		return nil, err
-	}
-	if f.fields, f.stripHeaders, err = compileFields(cfg, f.token.header); err != nil {
-		return nil, err
-	}
-	if f.anonymous, err = compileAnonymous(cfg.Anonymous); err != nil {
-		return nil, err
-	}
-
-	sliding := cfg.Sliding.Enabled == nil || *cfg.Sliding.Enabled
-	threshold := orDefault(cfg.Sliding.Threshold.D(), defaultThreshold)
-	window := orDefault(cfg.Sliding.Window.D(), defaultWindow)
-	interval := orDefault(cfg.Sliding.Interval.D(), defaultInterval)
-	if threshold < 0 || window < 0 || interval < 0 {
-		return nil, errors.New("sliding: durations must not be negative")
-	}
-	if window < threshold {
-		return nil, fmt.Errorf("sliding.window: the window (%s) must be at least the threshold (%s), or renewed tokens would be renewed again at once", window, threshold)
-	}
-
-	switch store := orDefault(cfg.Store, defaultStore); store {
+	f.log = log.With("filter", "auth", "route", deps.Route)
+	sliding := *c.Sliding.Enabled
+	switch c.Store {
 	case "redis":
-		if len(cfg.Tokens) > 0 {
-			return nil, errors.New("tokens: tokens are for the memory store")
-		}
-		if deps.Redis == nil {
-			return nil, errors.New("store: the redis store needs the top-level redis: section (redis.address); or use store: memory")
-		}
-		f.store = &redisStore{client: deps.Redis, prefix: orDefault(cfg.KeyPrefix, defaultKeyPrefix), timeout: f.timeout}
+		f.store = &redisStore{client: deps.Redis, prefix: c.KeyPrefix, timeout: f.timeout}
 	case "memory":
-		if len(cfg.Tokens) == 0 {
-			return nil, errors.New("tokens: the memory store needs tokens: token → JSON value")
-		}
-		for _, tok := range sortedKeys(cfg.Tokens) {
-			if tok == "" || len(tok) > maxTokenLen {
-				return nil, fmt.Errorf("tokens: %d-byte token: want 1 to %d bytes", len(tok), maxTokenLen)
-			}
-			if f.fields.parse(cfg.Tokens[tok]) == nil {
-				return nil, fmt.Errorf("tokens: the value of token %.4s…: want a JSON object with a non-empty string %q", tok, f.fields.list[f.fields.userID].name)
-			}
-		}
 		var ttl time.Duration
 		if sliding {
-			ttl = window
+			ttl = c.Sliding.Window.D()
 		}
-		f.store = newMemoryStore(cfg.Tokens, ttl)
-	default:
-		return nil, fmt.Errorf("store: unknown store %q (known: redis, memory)", store)
+		f.store = newMemoryStore(c.Tokens, ttl)
 	}
-
 	f.m = newFilterMetrics(deps.Metrics, deps.Route)
 	f.identities.entries, f.identities.resets = f.m.identities, f.m.resets
 	if sliding {
-		f.threshold = threshold
-		f.renewer = newRenewer(f.store, threshold, window, interval, f.timeout, f.m, f.log)
+		f.threshold = c.Sliding.Threshold.D()
+		f.renewer = newRenewer(f.store, f.threshold, c.Sliding.Window.D(), c.Sliding.Interval.D(), f.timeout, f.m, f.log)
 	}
 	return f, nil
+}
+
+// compile builds what a Filter keeps of the defaulted cfg, reporting its
+// problems at at: the rules of the auth filter, written once for Validate
+// and New. redis says whether the gateway has a Redis client.
+func compile(cfg *Config, redis bool, at config.At) *Filter {
+	f := &Filter{timeout: cfg.Timeout.D(), anonOnError: cfg.OnStoreError == "anonymous"}
+	f.identities.limit = maxIdentities
+	if f.timeout < 0 {
+		at.Field("timeout").Errorf("must not be negative, got %s", f.timeout)
+	}
+	staleIfError := cfg.StaleIfError.D()
+	if staleIfError < 0 {
+		at.Field("stale_if_error").Errorf("must not be negative, got %s", staleIfError)
+	}
+	f.known = knownTokens{maxStale: staleIfError, keep: max(staleIfError, defaultStaleIfError), limit: maxKnownTokens}
+	if cfg.UnknownLookups < 1 {
+		at.Field("unknown_lookups").Errorf("must be at least 1, got %d", cfg.UnknownLookups)
+	} else {
+		f.unknownSlots = make(chan struct{}, cfg.UnknownLookups)
+	}
+	if p := cfg.OnStoreError; p != "reject" && p != "anonymous" {
+		at.Field("on_store_error").Errorf("unknown policy %q (known: reject, anonymous)", p)
+	}
+	f.token = compileTokenSource(at.Field("token"), cfg.Token)
+	f.fields, f.stripHeaders = compileFields(at, cfg, f.token.header)
+	f.anonymous = compileAnonymous(at.Field("anonymous"), cfg.Anonymous)
+
+	s := cfg.Sliding
+	for _, d := range []struct {
+		name string
+		v    config.Duration
+	}{{"threshold", s.Threshold}, {"window", s.Window}, {"interval", s.Interval}} {
+		if d.v < 0 {
+			at.Field("sliding").Field(d.name).Errorf("must not be negative, got %s", d.v.D())
+		}
+	}
+	if s.Window.D() < s.Threshold.D() {
+		at.Field("sliding").Field("window").Errorf("the window (%s) must be at least the threshold (%s), or renewed tokens would be renewed again at once",
+			s.Window.D(), s.Threshold.D())
+	}
+
+	switch cfg.Store {
+	case "redis":
+		if len(cfg.Tokens) > 0 {
+			at.Field("tokens").Errorf("tokens are for the memory store")
+		}
+		if !redis {
+			at.Field("store").Errorf("the redis store needs the top-level redis: section (redis.address); or use store: memory")
+		}
+	case "memory":
+		if len(cfg.Tokens) == 0 {
+			at.Field("tokens").Errorf("the memory store needs tokens: token → JSON value")
+		}
+		for _, tok := range sortedKeys(cfg.Tokens) {
+			if tok == "" || len(tok) > maxTokenLen {
+				at.Field("tokens").Errorf("%d-byte token: want 1 to %d bytes", len(tok), maxTokenLen)
+			} else if f.fields.list != nil && f.fields.parse(cfg.Tokens[tok]) == nil {
+				at.Field("tokens").Errorf("the value of token %.4s…: want a JSON object with a non-empty string %q", tok, f.fields.list[f.fields.userID].name)
+			}
+		}
+	default:
+		at.Field("store").Errorf("unknown store %q (known: redis, memory)", cfg.Store)
+	}
+	return f
 }
 
 // Close stops the renewal workers. The filter keeps answering requests,
@@ -203,55 +205,23 @@ func (f *Filter) Close() {
 	}
 }
 
-// HeaderNames returns the headers a filter built from cfg sends upstream
-// (the targets of its headers, X-User-Id by default), canonical and
-// sorted. The gateway removes them, and their look-alikes, from every
-// request as it enters, on every route: an upstream that trusts them from
-// the gateway cannot tell which route a request took.
-func HeaderNames(cfg *config.Auth) []string {
-	if cfg == nil {
-		return nil
-	}
-	if cfg.Headers == nil {
-		return []string{defaultUserIDHeader}
-	}
-	names := make([]string, 0, len(cfg.Headers))
-	for _, h := range cfg.Headers {
-		names = append(names, textproto.CanonicalMIMEHeaderKey(h))
-	}
-	sort.Strings(names)
-	return slices.Compact(names)
-}
-
-func compileTokenSource(ts config.TokenSource) (tokenSource, error) {
+func compileTokenSource(at config.At, ts TokenSource) tokenSource {
 	s := tokenSource{
-		header: textproto.CanonicalMIMEHeaderKey(orDefault(ts.Header, defaultHeader)),
+		header: textproto.CanonicalMIMEHeaderKey(ts.Header),
 		bearer: ts.Bearer == nil || *ts.Bearer,
 		cookie: ts.Cookie,
 		query:  ts.Query,
 	}
-	if !httpguts.ValidHeaderFieldName(s.header) {
-		return s, fmt.Errorf("token.header: %q is not a header name", ts.Header)
+	if err := config.CheckHeaderName(ts.Header); err != nil {
+		at.Field("header").Err(err)
 	}
-	return s, nil
+	return s
 }
 
 // compileFields builds the list of JSON fields the filter reads and the
 // headers it strips from requests.
-func compileFields(cfg *config.Auth, tokenHeader string) (fields, []string, error) {
+func compileFields(at config.At, cfg *Config, tokenHeader string) (fields, []string) {
 	var fs fields
-	userID := orDefault(cfg.UserIDField, defaultUserIDField)
-	headers := cfg.Headers
-	if headers == nil {
-		headers = map[string]string{defaultUserIDField: defaultUserIDHeader}
-	}
-	attachments := cfg.Attachments
-	if attachments == nil {
-		attachments = make(map[string]string, len(headers))
-		for name := range headers {
-			attachments[name] = name
-		}
-	}
 	index := func(name string) int {
 		for i := range fs.list {
 			if fs.list[i].name == name {
@@ -261,59 +231,52 @@ func compileFields(cfg *config.Auth, tokenHeader string) (fields, []string, erro
 		fs.list = append(fs.list, field{name: name})
 		return len(fs.list) - 1
 	}
-	fs.userID = index(userID)
+	fs.userID = index(cfg.UserIDField)
 	var strip []string
-	for _, name := range sortedKeys(headers) {
-		h := headers[name]
+	for _, name := range sortedKeys(cfg.Headers) {
+		h, at := cfg.Headers[name], at.Field("headers").Field(name)
 		canon := textproto.CanonicalMIMEHeaderKey(h)
 		switch {
 		case name == "" || !httpguts.ValidHeaderFieldName(h):
-			return fs, nil, fmt.Errorf("headers: want a JSON field name mapped to an HTTP header name, got %q: %q", name, h)
+			at.Errorf("want a JSON field name mapped to an HTTP header name, got %q", h)
+			continue
 		case slices.Contains(reservedHeaders, canon) || canon == tokenHeader:
-			return fs, nil, fmt.Errorf("headers: %q may not carry identity (it frames the request or carries credentials)", h)
+			at.Errorf("%q may not carry identity (it frames the request or carries credentials)", h)
+			continue
 		case slices.Contains(strip, canon):
-			return fs, nil, fmt.Errorf("headers: two fields are sent as %q", h)
+			at.Errorf("two fields are sent as %q", h)
+			continue
 		}
 		fs.list[index(name)].header = canon
 		strip = append(strip, canon)
 	}
-	for _, name := range sortedKeys(attachments) {
-		if name == "" || attachments[name] == "" {
-			return fs, nil, fmt.Errorf("attachments: want a JSON field name mapped to an attachment name, got %q: %q", name, attachments[name])
+	for _, name := range sortedKeys(cfg.Attachments) {
+		if name == "" || cfg.Attachments[name] == "" {
+			at.Field("attachments").Field(name).Errorf("want a JSON field name mapped to an attachment name, got %q", cfg.Attachments[name])
+			continue
 		}
-		fs.list[index(name)].attachment = attachments[name]
+		fs.list[index(name)].attachment = cfg.Attachments[name]
 	}
-	return fs, strip, nil
+	return fs, strip
 }
 
-func compileAnonymous(rules []config.AnonymousRule) ([]anonymousRule, error) {
+func compileAnonymous(at config.At, rules []AnonymousRule) []anonymousRule {
 	out := make([]anonymousRule, 0, len(rules))
 	for i, r := range rules {
+		at := at.Index(i)
 		exact := strings.TrimSuffix(r.Path, "/*")
 		if !strings.HasPrefix(r.Path, "/") || strings.Contains(exact, "*") {
-			return nil, fmt.Errorf("anonymous[%d].path: %q: want an exact path or a prefix ending in /*", i, r.Path)
+			at.Field("path").Errorf("%q: want an exact path or a prefix ending in /*", r.Path)
 		}
 		rule := anonymousRule{path: r.Path}
 		if exact != r.Path {
 			rule.path, rule.prefix = exact+"/", true
 		}
-		for _, m := range r.Methods {
-			if !httpguts.ValidHeaderFieldName(m) { // a method is a token too
-				return nil, fmt.Errorf("anonymous[%d].methods: %q is not a method", i, m)
-			}
-			rule.methods = append(rule.methods, strings.ToUpper(m))
-		}
+		config.CheckMethods(at.Field("methods"), r.Methods)
+		rule.methods = r.Methods
 		out = append(out, rule)
 	}
-	return out, nil
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
+	return out
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -28,7 +28,7 @@ func upstream(called *bool) http.Handler {
 	})
 }
 
-func newHandler(t *testing.T, cfg config.CORS, next http.Handler) http.Handler {
+func newHandler(t *testing.T, cfg cors.Config, next http.Handler) http.Handler {
 	t.Helper()
 	f, err := cors.New(&cfg)
 	if err != nil {
@@ -38,21 +38,21 @@ func newHandler(t *testing.T, cfg config.CORS, next http.Handler) http.Handler {
 }
 
 var (
-	strict = config.CORS{
+	strict = cors.Config{
 		AllowOrigins:     []string{"https://app.example.com", "https://*.example.org"},
-		AllowMethods:     []string{"GET", "put"},
+		AllowMethods:     []string{"GET", "PUT"},
 		AllowHeaders:     []string{"Content-Type", "X-Token"},
 		ExposeHeaders:    []string{"X-Total", "X-Page"},
 		AllowCredentials: true,
 		MaxAge:           config.Duration(10 * time.Minute),
 	}
-	public = config.CORS{AllowOrigins: []string{"*"}, AllowHeaders: []string{"*"}}
+	public = cors.Config{AllowOrigins: []string{"*"}, AllowHeaders: []string{"*"}}
 )
 
 func TestPreflight(t *testing.T) {
 	tests := []struct {
 		name    string
-		cfg     config.CORS
+		cfg     cors.Config
 		origin  string
 		method  string
 		reqHdrs string
@@ -101,7 +101,7 @@ func TestPreflight(t *testing.T) {
 			errText: `CORS preflight: method "DELETE" is not allowed`,
 		},
 		{
-			name: "default methods", cfg: config.CORS{AllowOrigins: []string{"https://a.test"}}, origin: "https://a.test", method: "POST",
+			name: "default methods", cfg: cors.Config{AllowOrigins: []string{"https://a.test"}}, origin: "https://a.test", method: "POST",
 			status: http.StatusNoContent,
 			want: map[string]string{
 				"Access-Control-Allow-Methods":     "GET, HEAD, POST",
@@ -120,7 +120,7 @@ func TestPreflight(t *testing.T) {
 			},
 		},
 		{
-			name: "any method echoes the requested one", cfg: config.CORS{AllowOrigins: []string{"https://a.test"}, AllowMethods: []string{"*"}},
+			name: "any method echoes the requested one", cfg: cors.Config{AllowOrigins: []string{"https://a.test"}, AllowMethods: []string{"*"}},
 			origin: "https://a.test", method: "PATCH",
 			status: http.StatusNoContent,
 			want:   map[string]string{"Access-Control-Allow-Methods": "PATCH"},
@@ -170,7 +170,7 @@ func TestPreflight(t *testing.T) {
 func TestActualRequest(t *testing.T) {
 	tests := []struct {
 		name   string
-		cfg    config.CORS
+		cfg    cors.Config
 		method string
 		origin string // "" sends no Origin
 		want   map[string]string
@@ -280,22 +280,30 @@ func TestVaryNotDuplicated(t *testing.T) {
 func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  config.CORS
+		cfg  cors.Config
 		want string // substring of the error
 	}{
-		{"no origins", config.CORS{}, "allow_origins: list at least one origin"},
-		{"credentials with any origin", config.CORS{AllowOrigins: []string{"*"}, AllowCredentials: true}, "allow_credentials: cannot be true"},
-		{"trailing slash", config.CORS{AllowOrigins: []string{"https://a.test/"}}, `allow_origins: "https://a.test/": an origin has no path`},
-		{"no scheme", config.CORS{AllowOrigins: []string{"a.test"}}, `allow_origins: "a.test": no scheme`},
-		{"star inside host", config.CORS{AllowOrigins: []string{"https://a.*.test"}}, `allow_origins: "https://a.*.test": "*" may only be`},
-		{"star glued to domain", config.CORS{AllowOrigins: []string{"https://*example.com"}}, `allow_origins: "https://*example.com": "*" may only be`},
-		{"bad port", config.CORS{AllowOrigins: []string{"https://a.test:99999"}}, `bad port "99999"`},
-		{"user info", config.CORS{AllowOrigins: []string{"https://u@a.test"}}, "no user info"},
-		{"empty host", config.CORS{AllowOrigins: []string{"https://"}}, "bad host"},
-		{"bad method", config.CORS{AllowOrigins: []string{"*"}, AllowMethods: []string{"GE T"}}, `allow_methods: "GE T" is not a method name`},
-		{"bad header", config.CORS{AllowOrigins: []string{"*"}, AllowHeaders: []string{"X:Y"}}, `allow_headers: "X:Y" is not a header name`},
-		{"expose star with credentials", config.CORS{AllowOrigins: []string{"https://a.test"}, AllowCredentials: true, ExposeHeaders: []string{"*"}}, `expose_headers: "*" is not a wildcard`},
-		{"sub-second max age", config.CORS{AllowOrigins: []string{"*"}, MaxAge: config.Duration(500 * time.Millisecond)}, "max_age: 500ms is below"},
+		{"no origins", cors.Config{}, `allow_origins: required: list the allowed origins`},
+		{"credentials with any origin", cors.Config{AllowOrigins: []string{"*"}, AllowCredentials: true}, `allow_credentials: cannot be true with allow_origins "*"`},
+		{"trailing slash", cors.Config{AllowOrigins: []string{"https://a.test", "https://b.test/"}}, `allow_origins[1]: origin "https://b.test/": drop the trailing "/"`},
+		{"path", cors.Config{AllowOrigins: []string{"https://a.test/app"}}, `allow_origins[0]: origin "https://a.test/app": has a path`},
+		{"no scheme", cors.Config{AllowOrigins: []string{"a.test"}}, `allow_origins[0]: origin "a.test": want scheme://host[:port]`},
+		{"bad scheme", cors.Config{AllowOrigins: []string{"1http://a.test"}}, `want scheme://host[:port]`},
+		{"upper case", cors.Config{AllowOrigins: []string{"https://App.example"}}, `browsers send origins in lower case; write "https://app.example"`},
+		{"star inside host", cors.Config{AllowOrigins: []string{"https://a.*.test"}}, `allow_origins[0]: origin "https://a.*.test": bad host`},
+		{"star glued to domain", cors.Config{AllowOrigins: []string{"https://*example.com"}}, `bad host`},
+		{"bad port", cors.Config{AllowOrigins: []string{"https://a.test:99999"}}, `port "99999"`},
+		{"port zero", cors.Config{AllowOrigins: []string{"https://a.test:0"}}, `port "0"`},
+		{"user info", cors.Config{AllowOrigins: []string{"https://u@a.test"}}, "has user info"},
+		{"empty host", cors.Config{AllowOrigins: []string{"https://"}}, "bad host"},
+		{"bad method", cors.Config{AllowOrigins: []string{"*"}, AllowMethods: []string{"GE T"}}, `allow_methods[0]: "GE T" is not an HTTP method`},
+		{"lower-case method", cors.Config{AllowOrigins: []string{"*"}, AllowMethods: []string{"get"}}, `allow_methods[0]: "get": methods are case-sensitive; write GET`},
+		{"repeated method", cors.Config{AllowOrigins: []string{"*"}, AllowMethods: []string{"GET", "GET"}}, `allow_methods[1]: GET repeats allow_methods[0]`},
+		{"bad header", cors.Config{AllowOrigins: []string{"*"}, AllowHeaders: []string{"X:Y"}}, `allow_headers[0]: "X:Y" is not a valid header name`},
+		{"bad exposed header", cors.Config{AllowOrigins: []string{"*"}, ExposeHeaders: []string{"*", "Bad:"}}, `expose_headers[1]: "Bad:" is not a valid header name`},
+		{"expose star with credentials", cors.Config{AllowOrigins: []string{"https://a.test"}, AllowCredentials: true, ExposeHeaders: []string{"*"}}, `expose_headers: "*" is not a wildcard`},
+		{"sub-second max age", cors.Config{AllowOrigins: []string{"*"}, MaxAge: config.Duration(500 * time.Millisecond)}, "max_age: 500ms is below"},
+		{"negative max age", cors.Config{AllowOrigins: []string{"*"}, MaxAge: config.Duration(-time.Second)}, "max_age: must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,8 +316,8 @@ func TestNewErrors(t *testing.T) {
 }
 
 func TestNewAcceptsOriginShapes(t *testing.T) {
-	for _, o := range []string{"http://localhost:3000", "https://[::1]:8443", "https://*.example.com:8443", "HTTPS://APP.EXAMPLE.COM", "http://127.0.0.1"} {
-		if _, err := cors.New(&config.CORS{AllowOrigins: []string{o}}); err != nil {
+	for _, o := range []string{"http://localhost:3000", "https://[::1]:8443", "https://*.example.com:8443", "http://127.0.0.1", "chrome-extension://abcdef"} {
+		if _, err := cors.New(&cors.Config{AllowOrigins: []string{o}}); err != nil {
 			t.Errorf("New(%q): %v", o, err)
 		}
 	}
@@ -333,10 +341,10 @@ func checkHeaders(t *testing.T, h http.Header, want map[string]string) {
 func BenchmarkActualRequest(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
-		cfg    config.CORS
+		cfg    cors.Config
 		origin string
 	}{
-		{"no-filter", config.CORS{}, "https://app.example.com"},
+		{"no-filter", cors.Config{}, "https://app.example.com"},
 		{"allowed-origin", strict, "https://app.example.com"},
 		{"allowed-wildcard", strict, "https://a.example.org"},
 		{"any-origin", public, "https://app.example.com"},

@@ -218,3 +218,24 @@ func asciiEqualFold(a, b string) bool {
 	}
 	return true
 }
+
+// validLabels reports whether s is one or more non-empty dot-separated
+// labels of letters, digits, '-' and '_'.
+func validLabels(s string) bool {
+	if s == "" || s[0] == '.' || s[len(s)-1] == '.' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		case c == '.':
+			if s[i-1] == '.' {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -7,17 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/net/http/httpguts"
-
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/filter"
+	"github.com/dubbogw/dubbogw/router"
 )
 
-// policy is a compiled config.CORS; it is read-only once New returns.
+// policy is a compiled Config; it is read-only once New returns.
 type policy struct {
 	anyOrigin bool       // "*" listed
 	exact     []string   // lower-case "scheme://host[:port]"
@@ -48,129 +48,113 @@ type wildcard struct {
 	prefix, suffix string
 }
 
-// New compiles cfg into the cors filter. Errors name the offending field.
-func New(cfg *config.CORS) (filter.Filter, error) {
-	if cfg == nil {
-		return nil, errors.New("cors: no configuration")
-	}
-	p := &policy{credentials: cfg.AllowCredentials}
-	if err := p.compileOrigins(cfg.AllowOrigins); err != nil {
+// New compiles cfg into the cors filter. Its error lists every problem,
+// each naming its field.
+func New(cfg *Config) (filter.Filter, error) {
+	var p *policy
+	if err := config.Check("", func(at config.At) { p = compile(cfg, at) }); err != nil {
 		return nil, err
 	}
-	if p.anyOrigin && p.credentials {
-		return nil, errors.New(`allow_credentials: cannot be true when allow_origins lists "*": browsers refuse credentialed responses allowed for any origin; list the origins instead`)
-	}
-	if err := p.compileMethods(cfg.AllowMethods); err != nil {
-		return nil, err
-	}
-
-	allowHeaders, err := headerList("allow_headers", cfg.AllowHeaders)
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range allowHeaders {
-		if h == "*" {
-			p.echoHeaders = true
-		}
-	}
-	if !p.echoHeaders {
-		p.allowHeaders = strings.Join(allowHeaders, ", ")
-	}
-
-	expose, err := headerList("expose_headers", cfg.ExposeHeaders)
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range expose {
-		if h == "*" && p.credentials {
-			return nil, errors.New(`expose_headers: "*" is not a wildcard for credentialed requests (allow_credentials is true): list the header names`)
-		}
-	}
-	p.exposeHeaders = strings.Join(expose, ", ")
-
-	if d := cfg.MaxAge.D(); d > 0 {
-		if d < time.Second {
-			return nil, fmt.Errorf("max_age: %s is below the one-second resolution of Access-Control-Max-Age", d)
-		}
-		p.maxAge = strconv.FormatInt(int64(d/time.Second), 10)
-	}
-
-	p.stripHook = p.strip
-	p.anyOriginHook = func(h http.Header, _ int) { p.setActual(h, "*") }
 	return p, nil
 }
 
-func (p *policy) compileOrigins(origins []string) error {
-	if len(origins) == 0 {
-		return errors.New(`allow_origins: list at least one origin, e.g. "https://app.example.com" or "*"`)
+// compile builds the policy of cfg, reporting its problems at at: the
+// rules of the cors filter, written once for Validate and New.
+func compile(cfg *Config, at config.At) *policy {
+	p := &policy{credentials: cfg.AllowCredentials}
+	if len(cfg.AllowOrigins) == 0 {
+		at.Field("allow_origins").Errorf(`required: list the allowed origins ("*" allows any)`)
 	}
-	for _, o := range origins {
+	for i, o := range cfg.AllowOrigins {
 		if o == "*" {
 			p.anyOrigin = true
 			continue
 		}
 		exact, wc, err := parseOrigin(o)
-		if err != nil {
-			return fmt.Errorf("allow_origins: %q: %w", o, err)
-		}
-		if wc != nil {
+		switch {
+		case err != nil:
+			at.Field("allow_origins").Index(i).Errorf("origin %q: %v", o, err)
+		case wc != nil:
 			p.wildcards = append(p.wildcards, *wc)
-		} else {
+		default:
 			p.exact = append(p.exact, exact)
 		}
 	}
-	return nil
-}
+	if p.anyOrigin && p.credentials {
+		at.Field("allow_credentials").Errorf(`cannot be true with allow_origins "*": browsers refuse credentials for any origin; list the origins`)
+	}
 
-func (p *policy) compileMethods(methods []string) error {
-	if len(methods) == 0 {
+	methods := cfg.AllowMethods
+	if methods == nil {
 		methods = []string{http.MethodGet, http.MethodHead, http.MethodPost}
 	}
+	config.CheckMethods(at.Field("allow_methods"), methods)
 	for _, m := range methods {
 		if m == "*" {
 			p.anyMethod = true
-			continue
+		} else {
+			p.methods = append(p.methods, m)
 		}
-		if !httpguts.ValidHeaderFieldName(m) {
-			return fmt.Errorf("allow_methods: %q is not a method name", m)
-		}
-		p.methods = append(p.methods, strings.ToUpper(m))
 	}
 	p.allowMethods = strings.Join(p.methods, ", ")
-	return nil
+
+	allowHeaders := headerList(at.Field("allow_headers"), cfg.AllowHeaders)
+	p.echoHeaders = slices.Contains(allowHeaders, "*")
+	if !p.echoHeaders {
+		p.allowHeaders = strings.Join(allowHeaders, ", ")
+	}
+	expose := headerList(at.Field("expose_headers"), cfg.ExposeHeaders)
+	if p.credentials && slices.Contains(expose, "*") {
+		at.Field("expose_headers").Errorf(`"*" is not a wildcard for credentialed requests (allow_credentials is true): list the header names`)
+	}
+	p.exposeHeaders = strings.Join(expose, ", ")
+
+	switch d := cfg.MaxAge.D(); {
+	case d < 0:
+		at.Field("max_age").Errorf("must not be negative, got %s", d)
+	case d > 0 && d < time.Second:
+		at.Field("max_age").Errorf("%s is below the one-second resolution of Access-Control-Max-Age", d)
+	case d > 0:
+		p.maxAge = strconv.FormatInt(int64(d/time.Second), 10)
+	}
+
+	p.stripHook = p.strip
+	p.anyOriginHook = func(h http.Header, _ int) { p.setActual(h, "*") }
+	return p
 }
 
-// parseOrigin checks an origin, "scheme://host[:port]", where host may start
-// with the label "*." to match subdomains. It returns the lower-cased exact
+// parseOrigin checks an origin, "scheme://host[:port]", where host may
+// start with the label "*." to match subdomains; browsers send origins in
+// lower case, so that is how they are written. It returns the exact
 // origin, or the wildcard.
 func parseOrigin(o string) (string, *wildcard, error) {
-	const shape = `want "scheme://host[:port]", e.g. "https://app.example.com" or "https://*.example.com"`
-	o = strings.ToLower(o)
 	scheme, hostPort, ok := strings.Cut(o, "://")
 	if !ok || !validScheme(scheme) {
-		return "", nil, errors.New("no scheme: " + shape)
+		return "", nil, errors.New(`want scheme://host[:port], as in "https://app.example.com"`)
 	}
 	if i := strings.IndexAny(hostPort, "/?#"); i >= 0 {
-		return "", nil, errors.New(`an origin has no path, query or fragment (a trailing "/" is a path): ` + shape)
+		if i == len(hostPort)-1 && hostPort[i] == '/' {
+			return "", nil, errors.New(`drop the trailing "/" (an origin has no path)`)
+		}
+		return "", nil, errors.New("has a path, query or fragment; an origin is only scheme://host[:port]")
 	}
 	if strings.Contains(hostPort, "@") {
-		return "", nil, errors.New("an origin has no user info: " + shape)
+		return "", nil, errors.New("has user info; an origin is only scheme://host[:port]")
+	}
+	if lower := strings.ToLower(o); o != lower {
+		return "", nil, fmt.Errorf("browsers send origins in lower case; write %q", lower)
 	}
 	host, port := splitHostPort(hostPort)
 	if port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return "", nil, fmt.Errorf("bad port %q: %s", port, shape)
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || port[0] == '0' {
+			return "", nil, fmt.Errorf("port %q: want 1-65535", port)
 		}
 		port = ":" + port
 	}
-	domain, isWildcard := strings.CutPrefix(host, "*.")
-	if strings.Contains(domain, "*") {
-		return "", nil, errors.New(`"*" may only be the whole origin or the first label of the host, as in "https://*.example.com"`)
+	if host == "" || router.CheckHost(host) != nil {
+		return "", nil, errors.New(`bad host (a wildcard is only allowed as in "https://*.example.com")`)
 	}
-	if !validHost(domain) {
-		return "", nil, fmt.Errorf("bad host %q: %s", host, shape)
-	}
-	if isWildcard {
+	if domain, ok := strings.CutPrefix(host, "*."); ok {
 		return "", &wildcard{prefix: scheme + "://", suffix: "." + domain + port}, nil
 	}
 	return o, nil, nil
@@ -210,49 +194,17 @@ func validScheme(s string) bool {
 	return true
 }
 
-// validHost accepts a DNS name, an IPv4 address or a bracketed IPv6 address.
-func validHost(h string) bool {
-	if len(h) > 2 && h[0] == '[' && h[len(h)-1] == ']' {
-		for i := 1; i < len(h)-1; i++ {
-			c := h[i]
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == ':' || c == '.') {
-				return false
-			}
-		}
-		return true
-	}
-	return validLabels(h)
-}
-
-// validLabels reports whether s is one or more non-empty dot-separated
-// labels of letters, digits, '-' and '_'.
-func validLabels(s string) bool {
-	if s == "" || s[0] == '.' || s[len(s)-1] == '.' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-		case c == '.':
-			if s[i-1] == '.' {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // headerList checks a list of header names, where "*" is allowed.
-func headerList(field string, items []string) ([]string, error) {
+func headerList(at config.At, items []string) []string {
 	out := make([]string, 0, len(items))
-	for _, s := range items {
-		if s != "*" && !httpguts.ValidHeaderFieldName(s) {
-			return nil, fmt.Errorf("%s: %q is not a header name", field, s)
+	for i, s := range items {
+		if s != "*" {
+			if err := config.CheckHeaderName(s); err != nil {
+				at.Index(i).Err(err)
+				continue
+			}
 		}
 		out = append(out, s)
 	}
-	return out, nil
+	return out
 }

@@ -7,51 +7,50 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/filter/headers"
 )
 
 func TestRequestOps(t *testing.T) {
 	tests := []struct {
 		name     string
-		ops      config.HeaderOps
+		ops      headers.Ops
 		incoming http.Header
 		want     map[string][]string // nil value: absent
 	}{
 		{
 			name:     "remove, then set, then add on one name",
-			ops:      config.HeaderOps{Remove: []string{"x-a"}, Set: map[string]string{"X-A": "set"}, Add: map[string]string{"x-a": "added"}},
+			ops:      headers.Ops{Remove: []string{"x-a"}, Set: map[string]string{"X-A": "set"}, Add: map[string]string{"x-a": "added"}},
 			incoming: http.Header{"X-A": {"client1", "client2"}},
 			want:     map[string][]string{"X-A": {"set", "added"}},
 		},
 		{
 			name:     "set replaces every value, add appends",
-			ops:      config.HeaderOps{Set: map[string]string{"X-Env": "prod"}, Add: map[string]string{"X-Tag": "gw"}},
+			ops:      headers.Ops{Set: map[string]string{"X-Env": "prod"}, Add: map[string]string{"X-Tag": "gw"}},
 			incoming: http.Header{"X-Env": {"dev", "test"}, "X-Tag": {"client"}},
 			want:     map[string][]string{"X-Env": {"prod"}, "X-Tag": {"client", "gw"}},
 		},
 		{
 			name:     "names are canonicalized",
-			ops:      config.HeaderOps{Set: map[string]string{"x-custom-header": "v"}, Remove: []string{"AUTHORIZATION"}},
+			ops:      headers.Ops{Set: map[string]string{"x-custom-header": "v"}, Remove: []string{"AUTHORIZATION"}},
 			incoming: http.Header{"Authorization": {"Bearer x"}},
 			want:     map[string][]string{"X-Custom-Header": {"v"}, "Authorization": nil},
 		},
 		{
 			name:     "removing an absent header is fine",
-			ops:      config.HeaderOps{Remove: []string{"X-None"}},
+			ops:      headers.Ops{Remove: []string{"X-None"}},
 			incoming: http.Header{"X-Keep": {"1"}},
 			want:     map[string][]string{"X-Keep": {"1"}, "X-None": nil},
 		},
 		{
 			name:     "values are literal",
-			ops:      config.HeaderOps{Set: map[string]string{"X-Lit": "${HOME} {id} $1", "X-Empty": ""}},
+			ops:      headers.Ops{Set: map[string]string{"X-Lit": "${HOME} {id} $1", "X-Empty": ""}},
 			incoming: http.Header{},
 			want:     map[string][]string{"X-Lit": {"${HOME} {id} $1"}, "X-Empty": {""}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := headers.New(&config.Headers{Request: tt.ops})
+			f, err := headers.New(&headers.Config{Request: tt.ops})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +81,7 @@ func TestRequestOps(t *testing.T) {
 // A set header's slice shares its backing array with other set values: a
 // later Add by another handler must not overwrite its neighbour.
 func TestSetValuesDoNotAlias(t *testing.T) {
-	f, err := headers.New(&config.Headers{Request: config.HeaderOps{Set: map[string]string{"X-A": "a", "X-B": "b"}}})
+	f, err := headers.New(&headers.Config{Request: headers.Ops{Set: map[string]string{"X-A": "a", "X-B": "b"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +97,7 @@ func TestSetValuesDoNotAlias(t *testing.T) {
 }
 
 func TestResponseOps(t *testing.T) {
-	cfg := config.Headers{Response: config.HeaderOps{
+	cfg := headers.Config{Response: headers.Ops{
 		Remove: []string{"X-Powered-By", "server"},
 		Set:    map[string]string{"Server": "dubbogw", "Cache-Control": "no-store"},
 		Add:    map[string]string{"X-Frame-Options": "DENY", "Vary": "Origin"},
@@ -156,26 +155,26 @@ func setUpstreamHeaders(h http.Header) {
 func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  config.Headers
+		cfg  headers.Config
 		want string
 	}{
-		{"nothing to do", config.Headers{}, "request, response: no header"},
-		{"hop-by-hop set", config.Headers{Request: config.HeaderOps{Set: map[string]string{"connection": "keep-alive"}}},
-			`request.set: "connection" cannot be set here: it is a hop-by-hop header`},
-		{"hop-by-hop add on response", config.Headers{Response: config.HeaderOps{Add: map[string]string{"Transfer-Encoding": "chunked"}}},
-			`response.add: "Transfer-Encoding" cannot be set here: it is a hop-by-hop header`},
-		{"host", config.Headers{Request: config.HeaderOps{Add: map[string]string{"Host": "a.test"}}},
-			`request.add: "Host" cannot be set here: the Host sent upstream is the target's`},
-		{"content-length", config.Headers{Response: config.HeaderOps{Set: map[string]string{"Content-Length": "3"}}},
-			`response.set: "Content-Length" cannot be set here`},
-		{"bad name", config.Headers{Request: config.HeaderOps{Set: map[string]string{"X Y": "1"}}},
-			`request.set: "X Y" is not a header name`},
-		{"bad remove name", config.Headers{Response: config.HeaderOps{Remove: []string{"X:Y"}}},
-			`response.remove: "X:Y" is not a header name`},
-		{"control character", config.Headers{Request: config.HeaderOps{Set: map[string]string{"X-A": "a\r\nX-Evil: 1"}}},
-			`request.set: "X-A": value contains the control character '\r'`},
-		{"same name twice", config.Headers{Request: config.HeaderOps{Set: map[string]string{"x-a": "1", "X-A": "2"}}},
-			`request.set: "X-A" and "x-a" name the same header`},
+		{"nothing to do", headers.Config{}, "empty headers filter: set request or response"},
+		{"hop-by-hop set", headers.Config{Request: headers.Ops{Set: map[string]string{"connection": "keep-alive"}}},
+			`request.set.connection: "connection" cannot be set here: it is a hop-by-hop header`},
+		{"hop-by-hop add on response", headers.Config{Response: headers.Ops{Add: map[string]string{"Transfer-Encoding": "chunked"}}},
+			`response.add.Transfer-Encoding: "Transfer-Encoding" cannot be set here: it is a hop-by-hop header`},
+		{"host", headers.Config{Request: headers.Ops{Add: map[string]string{"Host": "a.test"}}},
+			`request.add.Host: "Host" cannot be set here: the Host sent upstream is the target's`},
+		{"content-length", headers.Config{Response: headers.Ops{Set: map[string]string{"Content-Length": "3"}}},
+			`response.set.Content-Length: "Content-Length" cannot be set here`},
+		{"bad name", headers.Config{Request: headers.Ops{Set: map[string]string{"X Y": "1"}}},
+			`request.set["X Y"]: "X Y" is not a valid header name`},
+		{"bad remove name", headers.Config{Response: headers.Ops{Remove: []string{"X:Y"}}},
+			`response.remove[0]: "X:Y" is not a valid header name`},
+		{"control character", headers.Config{Request: headers.Ops{Set: map[string]string{"X-A": "a\r\nX-Evil: 1"}}},
+			`request.set.X-A: the value contains the control character '\r'`},
+		{"same name twice", headers.Config{Request: headers.Ops{Set: map[string]string{"x-a": "1", "X-A": "2"}}},
+			`request.set.x-a: "X-A" and "x-a" name the same header`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,13 +187,13 @@ func TestNewErrors(t *testing.T) {
 }
 
 func TestRemoveMayNameHopByHop(t *testing.T) {
-	if _, err := headers.New(&config.Headers{Request: config.HeaderOps{Remove: []string{"Connection"}}}); err != nil {
+	if _, err := headers.New(&headers.Config{Request: headers.Ops{Remove: []string{"Connection"}}}); err != nil {
 		t.Fatalf("remove Connection: %v", err)
 	}
 }
 
 func BenchmarkHeaders(b *testing.B) {
-	ops := config.HeaderOps{
+	ops := headers.Ops{
 		Remove: []string{"X-Internal"},
 		Set:    map[string]string{"X-Gateway": "dubbogw", "X-Env": "prod"},
 		Add:    map[string]string{"X-Tag": "edge"},
@@ -202,11 +201,11 @@ func BenchmarkHeaders(b *testing.B) {
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	for _, bc := range []struct {
 		name string
-		cfg  *config.Headers
+		cfg  *headers.Config
 	}{
 		{"no-filter", nil},
-		{"request", &config.Headers{Request: ops}},
-		{"response", &config.Headers{Response: ops}},
+		{"request", &headers.Config{Request: ops}},
+		{"response", &headers.Config{Response: ops}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			var h http.Handler = next

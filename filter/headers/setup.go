@@ -5,8 +5,7 @@ package headers
 
 import (
 	"cmp"
-	"errors"
-	"fmt"
+	"maps"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -16,14 +15,14 @@ import (
 	"github.com/dubbogw/dubbogw/filter"
 )
 
-// editor is a compiled config.Headers; it is read-only once New returns.
+// editor is a compiled Config; it is read-only once New returns.
 type editor struct {
 	request, response ops
 	// responseHook applies response ops; made once so requests allocate no closure.
 	responseHook func(h http.Header, status int)
 }
 
-// ops is a compiled config.HeaderOps: canonical names, applied in the
+// ops are compiled Ops: canonical names, applied in the
 // order remove, set, add, each list sorted by name.
 type ops struct {
 	remove []string
@@ -49,91 +48,83 @@ func whyUnsettable(canonical string) string {
 	return ""
 }
 
-// New compiles cfg into the headers filter. Errors name the offending field,
-// e.g. `request.set: "Connection": ...`.
-func New(cfg *config.Headers) (filter.Filter, error) {
-	if cfg == nil {
-		return nil, errors.New("headers: no configuration")
-	}
-	req, err := compile("request", cfg.Request)
-	if err != nil {
+// New compiles cfg into the headers filter. Its error lists every
+// problem, each naming its field, e.g. `request.set.Connection: ...`.
+func New(cfg *Config) (filter.Filter, error) {
+	var e *editor
+	if err := config.Check("", func(at config.At) { e = compileEditor(cfg, at) }); err != nil {
 		return nil, err
 	}
-	resp, err := compile("response", cfg.Response)
-	if err != nil {
-		return nil, err
-	}
-	if req.empty() && resp.empty() {
-		return nil, errors.New("request, response: no header to set, add or remove")
-	}
-	e := &editor{request: req, response: resp}
-	e.responseHook = func(h http.Header, _ int) { e.response.apply(h) }
 	return e, nil
 }
 
-func compile(side string, cfg config.HeaderOps) (ops, error) {
+// compileEditor builds the editor of cfg, reporting its problems at at:
+// the rules of the headers filter, written once for Validate and New.
+func compileEditor(cfg *Config, at config.At) *editor {
+	e := &editor{request: compile(at.Field("request"), cfg.Request), response: compile(at.Field("response"), cfg.Response)}
+	if len(cfg.Request.Remove)+len(cfg.Request.Set)+len(cfg.Request.Add)+
+		len(cfg.Response.Remove)+len(cfg.Response.Set)+len(cfg.Response.Add) == 0 {
+		at.Errorf("empty headers filter: set request or response set, add or remove")
+	}
+	e.responseHook = func(h http.Header, _ int) { e.response.apply(h) }
+	return e
+}
+
+func compile(at config.At, cfg Ops) ops {
 	var o ops
 	seen := make(map[string]bool, len(cfg.Remove))
-	for _, name := range cfg.Remove {
+	for i, name := range cfg.Remove {
 		canon, err := canonicalName(name)
 		if err != nil {
-			return ops{}, fmt.Errorf("%s.remove: %w", side, err)
+			at.Field("remove").Index(i).Err(err)
+			continue
 		}
 		if !seen[canon] {
 			seen[canon] = true
 			o.remove = append(o.remove, canon)
 		}
 	}
-	var err error
-	if o.set, err = compileValues(side+".set", cfg.Set); err != nil {
-		return ops{}, err
-	}
-	if o.add, err = compileValues(side+".add", cfg.Add); err != nil {
-		return ops{}, err
-	}
-	return o, nil
+	o.set = compileValues(at.Field("set"), cfg.Set)
+	o.add = compileValues(at.Field("add"), cfg.Add)
+	return o
 }
 
 // compileValues checks and canonicalizes a set or add map into a list
 // sorted by name, so that the result does not depend on map order.
-func compileValues(field string, m map[string]string) ([]op, error) {
+func compileValues(at config.At, m map[string]string) []op {
 	out := make([]op, 0, len(m))
 	written := make(map[string]string, len(m)) // canonical -> name as written
-	for name, value := range m {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		value, at := m[name], at.Field(name)
 		canon, err := canonicalName(name)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", field, err)
+			at.Err(err)
+			continue
 		}
 		if why := whyUnsettable(canon); why != "" {
-			return nil, fmt.Errorf("%s: %q cannot be set here: %s", field, name, why)
+			at.Errorf("%q cannot be set here: %s", name, why)
+			continue
 		}
 		if other, dup := written[canon]; dup {
-			a, b := min(name, other), max(name, other)
-			return nil, fmt.Errorf("%s: %q and %q name the same header (names are case-insensitive)", field, a, b)
+			at.Errorf("%q and %q name the same header (names are case-insensitive)", other, name)
+			continue
 		}
 		written[canon] = name
+		// The value is not shown: header values are often secrets.
 		if i := strings.IndexFunc(value, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }); i >= 0 {
-			return nil, fmt.Errorf("%s: %q: value contains the control character %q", field, name, value[i])
+			at.Errorf("the value contains the control character %q", value[i])
+			continue
 		}
 		out = append(out, op{name: canon, value: value})
 	}
 	slices.SortFunc(out, func(a, b op) int { return cmp.Compare(a.name, b.name) })
-	return out, nil
+	return out
 }
 
 // canonicalName checks that name is a header name and returns its canonical form.
 func canonicalName(name string) (string, error) {
-	if name == "" {
-		return "", errors.New("empty header name")
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return "", fmt.Errorf("%q is not a header name (byte %q is not allowed)", name, c)
-		}
+	if err := config.CheckHeaderName(name); err != nil {
+		return "", err
 	}
 	return textproto.CanonicalMIMEHeaderKey(name), nil
 }

@@ -8,20 +8,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/filter/ipfilter"
 )
 
 func TestIPFilter(t *testing.T) {
-	allowDeny := config.IPFilter{
+	allowDeny := ipfilter.Config{
 		Allow: []string{"10.0.0.0/8", "2001:db8::/32", "192.0.2.7"},
 		Deny:  []string{"10.1.0.0/16", "2001:db8:bad::/48"},
 	}
-	denyOnly := config.IPFilter{Deny: []string{"192.0.2.0/24", "::1"}}
+	denyOnly := ipfilter.Config{Deny: []string{"192.0.2.0/24", "::1"}}
 	tests := []struct {
 		name   string
-		cfg    config.IPFilter
+		cfg    ipfilter.Config
 		remote string // r.RemoteAddr
 		info   string // exchange Info's ClientIP; "" = no Info at all, "zero" = Info without ClientIP
 		pass   bool
@@ -45,8 +44,8 @@ func TestIPFilter(t *testing.T) {
 		{"deny only: listed IPv6 refused", denyOnly, "[::1]:1", "", false},
 		{"deny only: IPv6 does not match IPv4 lists", denyOnly, "[2001:db8::1]:1", "", true},
 		{"deny only: unknown peer address is refused", denyOnly, "pipe", "", false},
-		{"mapped CIDR in config matches IPv4 clients", config.IPFilter{Allow: []string{"::ffff:10.0.0.0/104"}}, "10.9.9.9:1", "", true},
-		{"zoned peer", config.IPFilter{Allow: []string{"fe80::/10"}}, "[fe80::1%eth0]:80", "", true},
+		{"mapped CIDR in config matches IPv4 clients", ipfilter.Config{Allow: []string{"::ffff:10.0.0.0/104"}}, "10.9.9.9:1", "", true},
+		{"zoned peer", ipfilter.Config{Allow: []string{"fe80::/10"}}, "[fe80::1%eth0]:80", "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,13 +99,13 @@ func TestIPFilter(t *testing.T) {
 func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  config.IPFilter
+		cfg  ipfilter.Config
 		want string
 	}{
-		{"empty", config.IPFilter{}, "allow, deny: list at least one"},
-		{"bad CIDR", config.IPFilter{Allow: []string{"10.0.0.0/8", "10.0.0.0/33"}}, `allow: "10.0.0.0/33": bad CIDR`},
-		{"bad address", config.IPFilter{Deny: []string{"10.0.0.256"}}, `deny: "10.0.0.256": bad address`},
-		{"host name", config.IPFilter{Deny: []string{"localhost"}}, `deny: "localhost": bad address`},
+		{"empty", ipfilter.Config{}, "empty ip filter: set allow or deny"},
+		{"bad CIDR", ipfilter.Config{Allow: []string{"10.0.0.0/8", "10.0.0.0/33"}}, `allow[1]: "10.0.0.0/33" is not an IP address or CIDR`},
+		{"bad address", ipfilter.Config{Deny: []string{"10.0.0.256"}}, `deny[0]: "10.0.0.256" is not an IP address or CIDR`},
+		{"host name", ipfilter.Config{Deny: []string{"localhost"}}, `deny[0]: "localhost" is not an IP address or CIDR`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,7 +119,7 @@ func TestNewErrors(t *testing.T) {
 
 // The admitted path must not allocate: it runs on every request of the route.
 func TestAdmitDoesNotAllocate(t *testing.T) {
-	f, err := ipfilter.New(&config.IPFilter{Allow: []string{"10.0.0.0/8", "2001:db8::/32"}, Deny: []string{"10.1.0.0/16"}})
+	f, err := ipfilter.New(&ipfilter.Config{Allow: []string{"10.0.0.0/8", "2001:db8::/32"}, Deny: []string{"10.1.0.0/16"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +136,7 @@ func TestAdmitDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkIPFilter(b *testing.B) {
-	cfg := &config.IPFilter{
+	cfg := &ipfilter.Config{
 		Allow: []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "2001:db8::/32"},
 		Deny:  []string{"10.1.0.0/16", "10.2.0.0/16", "192.0.2.0/24"},
 	}

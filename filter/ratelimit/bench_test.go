@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/filter/ratelimit"
 )
 
@@ -21,7 +20,7 @@ func (w *discardWriter) WriteHeader(int)             {}
 
 // neverLimited is a limit no benchmark reaches: a million a second and a
 // burst of a billion.
-var neverLimited = config.RateLimit{Rate: 1000000, Burst: 1000000000}
+var neverLimited = ratelimit.Config{Rate: 1000000, Burst: 1000000000}
 
 func BenchmarkLocalDecision(b *testing.B) {
 	noop := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
@@ -73,7 +72,7 @@ func BenchmarkLocalDecision(b *testing.B) {
 func BenchmarkDistributedDecision(b *testing.B) {
 	s := newScripter(b, redisAddr(b))
 	route := uniqueRoute(b, s)
-	h := newFilter(b, config.RateLimit{Rate: 1000000, Burst: 1000000000, Distributed: true},
+	h := newFilter(b, ratelimit.Config{Rate: 1000000, Burst: 1000000000, Distributed: true},
 		ratelimit.Deps{Route: route, Redis: s}).Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	r, _ := request(context.Background(), "192.0.2.1", "")
 	b.Run("redis_ping", func(b *testing.B) {

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/filter/ratelimit"
 	"github.com/dubbogw/dubbogw/internal/testenv"
@@ -100,7 +99,7 @@ func deleteKeys(t testing.TB, c rueidis.Client, pattern string) {
 // With a real Redis and no DecisionTimeout in deps, decisions get
 // functionalTimeout: a test about what Redis decides must not race the
 // 20 ms default on a loaded machine (it would fall back, by chance).
-func newFilter(t testing.TB, cfg config.RateLimit, deps ratelimit.Deps) *ratelimit.Filter {
+func newFilter(t testing.TB, cfg ratelimit.Config, deps ratelimit.Deps) *ratelimit.Filter {
 	t.Helper()
 	if _, real := deps.Redis.(*rueidisScripter); real && deps.DecisionTimeout == 0 {
 		deps.DecisionTimeout = functionalTimeout

@@ -52,7 +52,7 @@ func TestLocalLimitIsExact(t *testing.T) {
 	clock := testenv.NewFakeClock()
 	reg := prometheus.NewRegistry()
 	// 2 per minute: one request every 30s, 4 at once.
-	f := newFilter(t, config.RateLimit{Rate: 2, Per: config.Duration(time.Minute), Burst: 4},
+	f := newFilter(t, ratelimit.Config{Rate: 2, Per: config.Duration(time.Minute), Burst: 4},
 		ratelimit.Deps{Route: "r", Now: clock.Now, Metrics: reg})
 	h := f.Wrap(okHandler)
 	send := func() *httptest.ResponseRecorder {
@@ -97,7 +97,7 @@ func TestLocalLimitIsExact(t *testing.T) {
 func TestDefaults(t *testing.T) {
 	// Rate 5: burst 5, per 1s.
 	clock := testenv.NewFakeClock()
-	h := newFilter(t, config.RateLimit{Rate: 5}, ratelimit.Deps{Now: clock.Now}).Wrap(okHandler)
+	h := newFilter(t, ratelimit.Config{Rate: 5}, ratelimit.Deps{Now: clock.Now}).Wrap(okHandler)
 	r, _ := request(context.Background(), "192.0.2.1", "")
 	for i := range 5 {
 		check(t, "burst "+strconv.Itoa(i), serve(h, r), want{204, "5", strconv.Itoa(4 - i), "1", ""})
@@ -110,7 +110,7 @@ func TestDefaults(t *testing.T) {
 func TestDeniedRequestDoesNotReachNext(t *testing.T) {
 	clock := testenv.NewFakeClock()
 	var reached int
-	h := newFilter(t, config.RateLimit{Rate: 1, Per: config.Duration(time.Hour)}, ratelimit.Deps{Route: "r", Now: clock.Now}).
+	h := newFilter(t, ratelimit.Config{Rate: 1, Per: config.Duration(time.Hour)}, ratelimit.Deps{Route: "r", Now: clock.Now}).
 		Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ }))
 	r, info := request(context.Background(), "192.0.2.1", "")
 	serve(h, r)
@@ -199,7 +199,7 @@ func TestKeysAreSeparate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newFilter(t, config.RateLimit{Key: tt.key, Rate: 1, Per: config.Duration(time.Hour)},
+			h := newFilter(t, ratelimit.Config{Key: tt.key, Rate: 1, Per: config.Duration(time.Hour)},
 				ratelimit.Deps{Route: "r", Now: testenv.NewFakeClock().Now}).Wrap(okHandler)
 			send := func(q req) int {
 				r := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -237,7 +237,7 @@ func TestKeysAreSeparate(t *testing.T) {
 
 func TestLRUEvictsLeastRecentlyUsed(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	h := newFilter(t, config.RateLimit{Rate: 1, Per: config.Duration(time.Hour), MaxKeys: 3},
+	h := newFilter(t, ratelimit.Config{Rate: 1, Per: config.Duration(time.Hour), MaxKeys: 3},
 		ratelimit.Deps{Route: "r", Now: testenv.NewFakeClock().Now, Metrics: reg}).Wrap(okHandler)
 	send := func(client string) int {
 		r, _ := request(context.Background(), client, "")
@@ -272,7 +272,7 @@ func TestLRUEvictsLeastRecentlyUsed(t *testing.T) {
 func TestLRUBoundWithShards(t *testing.T) {
 	const maxKeys, clients = 2048, 10000
 	reg := prometheus.NewRegistry()
-	h := newFilter(t, config.RateLimit{Rate: 1, Per: config.Duration(time.Hour), MaxKeys: maxKeys},
+	h := newFilter(t, ratelimit.Config{Rate: 1, Per: config.Duration(time.Hour), MaxKeys: maxKeys},
 		ratelimit.Deps{Route: "r", Now: testenv.NewFakeClock().Now, Metrics: reg}).Wrap(okHandler)
 	base := netip.MustParseAddr("10.0.0.0")
 	a := base
@@ -297,19 +297,20 @@ func TestLRUBoundWithShards(t *testing.T) {
 func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		cfg  config.RateLimit
+		cfg  ratelimit.Config
 		deps ratelimit.Deps
 		want string
 	}{
-		{"no rate", config.RateLimit{}, ratelimit.Deps{}, "rate: 0: must be at least 1"},
-		{"negative burst", config.RateLimit{Rate: 1, Burst: -1}, ratelimit.Deps{}, "burst: -1"},
-		{"negative max keys", config.RateLimit{Rate: 1, MaxKeys: -1}, ratelimit.Deps{}, "max_keys: -1"},
-		{"too fast", config.RateLimit{Rate: 2000000}, ratelimit.Deps{}, "rate: 2000000 per 1s is more than one request per 1µs"},
-		{"burst too long", config.RateLimit{Rate: 1, Per: config.Duration(time.Hour), Burst: 1 << 30}, ratelimit.Deps{}, "burst: 1073741824"},
-		{"unknown key", config.RateLimit{Rate: 1, Key: "cookie:x"}, ratelimit.Deps{}, `key: "cookie:x": want client_ip, user, route or header:<Name>`},
-		{"empty header", config.RateLimit{Rate: 1, Key: "header:"}, ratelimit.Deps{}, `key: "header:": bad header name`},
-		{"bad header", config.RateLimit{Rate: 1, Key: "header:X Key"}, ratelimit.Deps{}, `key: "header:X Key": bad header name`},
-		{"distributed without Redis", config.RateLimit{Rate: 1, Distributed: true}, ratelimit.Deps{}, "distributed: no Redis client"},
+		{"no rate", ratelimit.Config{}, ratelimit.Deps{}, "rate: required: requests per period, at least 1 (got 0)"},
+		{"negative burst", ratelimit.Config{Rate: 1, Burst: -1}, ratelimit.Deps{}, "burst: must be at least 1, got -1"},
+		{"negative max keys", ratelimit.Config{Rate: 1, MaxKeys: -1}, ratelimit.Deps{}, "max_keys: must be at least 1, got -1"},
+		{"too fast", ratelimit.Config{Rate: 2000000}, ratelimit.Deps{}, "rate: 2000000 per 1s is more than one request per 1µs"},
+		{"non-positive period", ratelimit.Config{Rate: 1, Per: config.Duration(-time.Second)}, ratelimit.Deps{}, "per: must be more than 0, got -1s"},
+		{"burst too long", ratelimit.Config{Rate: 1, Per: config.Duration(time.Hour), Burst: 1 << 30}, ratelimit.Deps{}, "burst: 1073741824"},
+		{"unknown key", ratelimit.Config{Rate: 1, Key: "cookie:x"}, ratelimit.Deps{}, `key: unknown key "cookie:x" (known: client_ip, user, route, header:<Name>)`},
+		{"empty header", ratelimit.Config{Rate: 1, Key: "header:"}, ratelimit.Deps{}, `key: unknown key "header:"`},
+		{"bad header", ratelimit.Config{Rate: 1, Key: "header:X Key"}, ratelimit.Deps{}, `key: unknown key "header:X Key"`},
+		{"distributed without Redis", ratelimit.Config{Rate: 1, Distributed: true}, ratelimit.Deps{}, "distributed: a distributed limit needs the top-level redis: section"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -319,16 +320,13 @@ func TestNewErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ratelimit.New(nil, ratelimit.Deps{}); err == nil {
-		t.Error("nil config accepted")
-	}
 }
 
 func TestFiltersShareMetricsAcrossRebuilds(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	for range 2 { // a reload builds the route's filter again
 		for _, route := range []string{"a", "b"} {
-			f := newFilter(t, config.RateLimit{Rate: 1}, ratelimit.Deps{Route: route, Metrics: reg})
+			f := newFilter(t, ratelimit.Config{Rate: 1}, ratelimit.Deps{Route: route, Metrics: reg})
 			r, _ := request(context.Background(), "192.0.2.1", "")
 			serve(f.Wrap(okHandler), r)
 		}
@@ -341,7 +339,7 @@ func TestFiltersShareMetricsAcrossRebuilds(t *testing.T) {
 func TestFallbackWarningsAreSpaced(t *testing.T) {
 	clock := testenv.NewFakeClock()
 	var logged bytes.Buffer
-	f := newFilter(t, config.RateLimit{Rate: 1000, Distributed: true}, ratelimit.Deps{
+	f := newFilter(t, ratelimit.Config{Rate: 1000, Distributed: true}, ratelimit.Deps{
 		Route: "r",
 		Now:   clock.Now,
 		Log:   slog.New(slog.NewTextHandler(&logged, nil)),

@@ -23,7 +23,7 @@ func TestDistributedHeadersAreExactAndShared(t *testing.T) {
 	route := uniqueRoute(t, s1)
 	reg := prometheus.NewRegistry()
 	// 3 per hour: one every 1200s; two gateway instances.
-	cfg := config.RateLimit{Rate: 3, Per: config.Duration(time.Hour), Distributed: true}
+	cfg := ratelimit.Config{Rate: 3, Per: config.Duration(time.Hour), Distributed: true}
 	h1 := newFilter(t, cfg, ratelimit.Deps{Route: route, Redis: s1, Metrics: reg}).Wrap(okHandler)
 	h2 := newFilter(t, cfg, ratelimit.Deps{Route: route, Redis: s2, Metrics: reg}).Wrap(okHandler)
 	r, _ := request(context.Background(), "192.0.2.1", "")
@@ -68,7 +68,7 @@ func TestDistributedKeys(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.key+"/"+tt.want, func(t *testing.T) {
 			route := uniqueRoute(t, s)
-			h := newFilter(t, config.RateLimit{Key: tt.key, Rate: 1, Per: config.Duration(time.Hour), Distributed: true},
+			h := newFilter(t, ratelimit.Config{Key: tt.key, Rate: 1, Per: config.Duration(time.Hour), Distributed: true},
 				ratelimit.Deps{Route: route, Redis: s}).Wrap(okHandler)
 			r, _ := request(context.Background(), "192.0.2.7", tt.user)
 			if tt.header != "" {
@@ -103,7 +103,7 @@ func TestDistributedLimitIsShared(t *testing.T) {
 		if i == 0 {
 			route = uniqueRoute(t, s)
 		}
-		f := newFilter(t, config.RateLimit{Key: "route", Rate: rate, Burst: burst, Distributed: true},
+		f := newFilter(t, ratelimit.Config{Key: "route", Rate: rate, Burst: burst, Distributed: true},
 			ratelimit.Deps{Route: route, Redis: s, Metrics: reg})
 		handlers = append(handlers, f.Wrap(okHandler))
 	}
@@ -154,7 +154,7 @@ func TestRedisDownFallsBackToLocalLimit(t *testing.T) {
 	s := newScripter(t, redis.Addr())
 	reg := prometheus.NewRegistry()
 	clock := testenv.NewFakeClock()
-	h := newFilter(t, config.RateLimit{Rate: 2, Per: config.Duration(time.Minute), Distributed: true},
+	h := newFilter(t, ratelimit.Config{Rate: 2, Per: config.Duration(time.Minute), Distributed: true},
 		ratelimit.Deps{Route: "r", Redis: s, Metrics: reg, Now: clock.Now, DecisionTimeout: stalledDecisionTimeout}).Wrap(okHandler)
 	r, _ := request(context.Background(), "192.0.2.1", "")
 	check(t, "Redis up", serve(h, r), want{204, "2", "1", "30", ""})
@@ -183,7 +183,7 @@ func TestRedisStalledAnswersWithinDeadline(t *testing.T) {
 	s := newScripter(t, redis.Addr())
 	reg := prometheus.NewRegistry()
 	clock := testenv.NewFakeClock() // the local limit's answers do not move with the deadlines waited
-	h := newFilter(t, config.RateLimit{Rate: 1, Per: config.Duration(time.Hour), Burst: 2, Distributed: true},
+	h := newFilter(t, ratelimit.Config{Rate: 1, Per: config.Duration(time.Hour), Burst: 2, Distributed: true},
 		ratelimit.Deps{Route: "r", Redis: s, Metrics: reg, Now: clock.Now, DecisionTimeout: stalledDecisionTimeout}).Wrap(okHandler)
 	r, _ := request(context.Background(), "192.0.2.1", "")
 	check(t, "Redis up", serve(h, r), want{204, "2", "1", "3600", ""})
@@ -276,7 +276,7 @@ func TestRedisErrorsFallBack(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			route := uniqueRoute(t, s)
 			reg := prometheus.NewRegistry()
-			h := newFilter(t, config.RateLimit{Rate: 1, Per: config.Duration(time.Hour), Distributed: true},
+			h := newFilter(t, ratelimit.Config{Rate: 1, Per: config.Duration(time.Hour), Distributed: true},
 				ratelimit.Deps{Route: route, Redis: tt.redis(route), Metrics: reg}).Wrap(okHandler)
 			ctx := context.Background()
 			if tt.ctx != nil {
@@ -307,7 +307,7 @@ func TestDecisionDeadlineIsShort(t *testing.T) {
 		got = time.Until(d)
 		return []int64{1, 0, 0, 1000}, nil
 	})
-	h := newFilter(t, config.RateLimit{Rate: 1, Distributed: true}, ratelimit.Deps{Redis: spy}).Wrap(okHandler)
+	h := newFilter(t, ratelimit.Config{Rate: 1, Distributed: true}, ratelimit.Deps{Redis: spy}).Wrap(okHandler)
 	r, _ := request(context.Background(), "192.0.2.1", "")
 	serve(h, r)
 	if got <= 0 || got > 20*time.Millisecond {
@@ -332,7 +332,7 @@ func TestDistributedFractionalIntervals(t *testing.T) {
 	}{{3, time.Second}, {7, time.Second}, {9, time.Second}, {11, 3 * time.Second}, {6, 7 * time.Second}} {
 		t.Run(strconv.Itoa(tt.rate)+"per"+tt.per.String(), func(t *testing.T) {
 			route := uniqueRoute(t, s)
-			h := newFilter(t, config.RateLimit{Rate: tt.rate, Per: config.Duration(tt.per), Distributed: true},
+			h := newFilter(t, ratelimit.Config{Rate: tt.rate, Per: config.Duration(tt.per), Distributed: true},
 				ratelimit.Deps{Route: route, Redis: s}).Wrap(okHandler)
 			for i := range tt.rate {
 				r, _ := request(context.Background(), "192.0.2.1", "")

@@ -6,7 +6,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -95,7 +94,7 @@ const (
 
 var reasonNames = [numReasons]string{"timeout", "canceled", "redis_error", "bad_reply", "error"}
 
-// Filter is a compiled config.RateLimit for one route. It is safe for
+// Filter is a compiled Config for one route. It is safe for
 // concurrent use; Wrap may be called any number of times, the wrapped
 // handlers share its buckets.
 type Filter struct {
@@ -121,50 +120,17 @@ type Filter struct {
 	unlogged        atomic.Int64 // fallbacks since the last warning
 }
 
-// New compiles cfg into the rate limit filter of the route deps.Route.
-func New(cfg *config.RateLimit, deps Deps) (*Filter, error) {
-	if cfg == nil {
-		return nil, errors.New("rate_limit: no configuration")
-	}
-	if cfg.Rate <= 0 {
-		return nil, fmt.Errorf("rate: %d: must be at least 1", cfg.Rate)
-	}
-	per := cfg.Per.D()
-	if per == 0 {
-		per = time.Second
-	}
-	if per < 0 {
-		return nil, fmt.Errorf("per: %s: must be positive", per)
-	}
-	burst := cfg.Burst
-	if burst == 0 {
-		burst = cfg.Rate
-	}
-	if burst < 0 {
-		return nil, fmt.Errorf("burst: %d: must be at least 1", burst)
-	}
-	interval := per / time.Duration(cfg.Rate)
-	if interval < minInterval {
-		return nil, fmt.Errorf("rate: %d per %s is more than one request per %s", cfg.Rate, per, minInterval)
-	}
-	if int64(interval) > math.MaxInt64/int64(burst) {
-		return nil, fmt.Errorf("burst: %d requests at one per %s is too long a period", burst, interval)
-	}
-	maxKeys := cfg.MaxKeys
-	if maxKeys == 0 {
-		maxKeys = defaultMaxKeys
-	}
-	if maxKeys < 0 {
-		return nil, fmt.Errorf("max_keys: %d: must be at least 1", maxKeys)
-	}
-	kind, header, err := parseKey(cfg.Key)
-	if err != nil {
+// New compiles cfg into the rate limit filter of the route deps.Route,
+// with defaults for the fields left unset (cfg is not modified). Its
+// error lists every problem, each naming its field.
+func New(cfg *Config, deps Deps) (*Filter, error) {
+	c := *cfg
+	c.Defaults()
+	var l limits
+	if err := config.Check("", func(at config.At) { l = compile(&c, deps.Redis != nil, at) }); err != nil {
 		return nil, err
 	}
-	if cfg.Distributed && deps.Redis == nil {
-		return nil, errors.New("distributed: no Redis client: configure the top-level redis: section")
-	}
-
+	kind, header, burst, interval, maxKeys := l.kind, l.header, l.burst, l.interval, l.maxKeys
 	f := &Filter{
 		route:    deps.Route,
 		kind:     kind,
@@ -187,7 +153,7 @@ func New(cfg *config.RateLimit, deps Deps) (*Filter, error) {
 	}
 	f.log = f.log.With("filter", "rate_limit", "route", deps.Route)
 	f.lastFallbackLog.Store(math.MinInt64)
-	if cfg.Distributed {
+	if c.Distributed {
 		f.redis = deps.Redis
 		ttl := time.Duration(burst) * interval
 		f.scriptArgs = []string{
@@ -212,23 +178,65 @@ func New(cfg *config.RateLimit, deps Deps) (*Filter, error) {
 	return f, nil
 }
 
-// parseKey reads config.RateLimit.Key.
+// limits are the compiled numbers of a Config.
+type limits struct {
+	kind     keyKind
+	header   string // canonical, keyHeader only
+	burst    int
+	interval time.Duration // between two requests allowed on one key
+	maxKeys  int
+}
+
+// compile checks the defaulted cfg, reporting its problems at at: the
+// rules of the rate_limit filter, written once for Validate and New.
+// redis says whether the gateway has a Redis client.
+func compile(cfg *Config, redis bool, at config.At) limits {
+	l := limits{burst: cfg.Burst, maxKeys: cfg.MaxKeys}
+	var err error
+	if l.kind, l.header, err = parseKey(cfg.Key); err != nil {
+		at.Field("key").Err(err)
+	}
+	per := cfg.Per.D()
+	if per <= 0 {
+		at.Field("per").Errorf("must be more than 0, got %s", per)
+	}
+	switch {
+	case cfg.Rate < 1:
+		at.Field("rate").Errorf("required: requests per period, at least 1 (got %d)", cfg.Rate)
+	case per > 0:
+		l.interval = per / time.Duration(cfg.Rate)
+		if l.interval < minInterval {
+			at.Field("rate").Errorf("%d per %s is more than one request per %s", cfg.Rate, per, minInterval)
+		}
+	}
+	if l.burst < 1 {
+		at.Field("burst").Errorf("must be at least 1, got %d", l.burst)
+	} else if l.interval > 0 && int64(l.interval) > math.MaxInt64/int64(l.burst) {
+		at.Field("burst").Errorf("%d requests at one per %s is too long a period", l.burst, l.interval)
+	}
+	if l.maxKeys < 1 {
+		at.Field("max_keys").Errorf("must be at least 1, got %d", l.maxKeys)
+	}
+	if cfg.Distributed && !redis {
+		at.Field("distributed").Errorf("a distributed limit needs the top-level redis: section (redis.address)")
+	}
+	return l
+}
+
+// parseKey reads Config.Key.
 func parseKey(key string) (keyKind, string, error) {
 	switch key {
-	case "", "client_ip":
+	case "client_ip":
 		return keyClientIP, "", nil
 	case "user":
 		return keyUser, "", nil
 	case "route":
 		return keyRoute, "", nil
 	}
-	if name, ok := strings.CutPrefix(key, "header:"); ok {
-		if !httpguts.ValidHeaderFieldName(name) {
-			return 0, "", fmt.Errorf("key: %q: bad header name", key)
-		}
+	if name, ok := strings.CutPrefix(key, "header:"); ok && httpguts.ValidHeaderFieldName(name) {
 		return keyHeader, textproto.CanonicalMIMEHeaderKey(name), nil
 	}
-	return 0, "", fmt.Errorf("key: %q: want client_ip, user, route or header:<Name>", key)
+	return 0, "", fmt.Errorf("unknown key %q (known: client_ip, user, route, header:<Name>)", key)
 }
 
 // metrics are the filter's metric families, shared by the filters of every

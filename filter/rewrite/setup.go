@@ -19,7 +19,7 @@ import (
 	"github.com/dubbogw/dubbogw/filter"
 )
 
-// rewriter is a compiled config.Rewrite; it is read-only once New returns.
+// rewriter is a compiled Config; it is read-only once New returns.
 // At most one of strip, template and re is set.
 type rewriter struct {
 	strip       string // decoded prefix without trailing "/"
@@ -37,11 +37,18 @@ type part struct {
 
 // New compiles cfg into the rewrite filter. params are the names of the
 // route's path parameters (without "..."); a template may only use those.
-// Errors name the offending field.
-func New(cfg *config.Rewrite, params []string) (filter.Filter, error) {
-	if cfg == nil {
-		return nil, errors.New("rewrite: no configuration")
+// Its error lists every problem, each naming its field.
+func New(cfg *Config, params []string) (filter.Filter, error) {
+	var rw *rewriter
+	if err := config.Check("", func(at config.At) { rw = compile(cfg, params, at) }); err != nil {
+		return nil, err
 	}
+	return rw, nil
+}
+
+// compile builds the rewriter of cfg, reporting its problems at at: the
+// rules of the rewrite filter, written once for Validate and New.
+func compile(cfg *Config, params []string, at config.At) *rewriter {
 	var set []string
 	for _, f := range []struct{ name, value string }{
 		{"strip_prefix", cfg.StripPrefix}, {"path", cfg.Path}, {"regex", cfg.Regex},
@@ -51,53 +58,50 @@ func New(cfg *config.Rewrite, params []string) (filter.Filter, error) {
 		}
 	}
 	if len(set) > 1 {
-		return nil, fmt.Errorf("%s: set at most one of strip_prefix, path and regex", strings.Join(set, ", "))
-	}
-	if cfg.Replacement != "" && cfg.Regex == "" {
-		return nil, errors.New("replacement: only used with regex")
+		at.Errorf("set at most one of strip_prefix, path and regex (got %s)", strings.Join(set, " and "))
 	}
 	if len(set) == 0 && cfg.AddPrefix == "" {
-		return nil, errors.New("strip_prefix, path, regex, add_prefix: nothing to rewrite: set one of them")
+		at.Errorf("empty rewrite: set strip_prefix, path, regex or add_prefix")
+	}
+	if cfg.Replacement != "" && cfg.Regex == "" {
+		at.Field("replacement").Errorf("only used with regex")
 	}
 
 	rw := &rewriter{}
 	var err error
-	switch {
-	case cfg.StripPrefix != "":
+	if cfg.StripPrefix != "" {
 		if rw.strip, err = cleanPrefix(cfg.StripPrefix); err != nil {
-			return nil, fmt.Errorf("strip_prefix: %w", err)
+			at.Field("strip_prefix").Err(err)
 		}
-	case cfg.Path != "":
+	}
+	if cfg.Path != "" {
 		if rw.template, err = parseTemplate(cfg.Path, params); err != nil {
-			return nil, fmt.Errorf("path: %q: %w", cfg.Path, err)
+			at.Field("path").Errorf("%q: %v", cfg.Path, err)
 		}
-	case cfg.Regex != "":
+	}
+	if cfg.Regex != "" {
 		if rw.re, err = regexp.Compile(cfg.Regex); err != nil {
-			return nil, fmt.Errorf("regex: %q: %w", cfg.Regex, err)
-		}
-		if err := checkReplacement(rw.re, cfg.Replacement); err != nil {
-			return nil, fmt.Errorf("replacement: %q: %w", cfg.Replacement, err)
+			at.Field("regex").Errorf("%q does not compile: %v", cfg.Regex, err)
+		} else if err := checkReplacement(rw.re, cfg.Replacement); err != nil {
+			at.Field("replacement").Errorf("%q: %v", cfg.Replacement, err)
 		}
 		rw.replacement = cfg.Replacement
 	}
 	if cfg.AddPrefix != "" {
 		p, err := cleanPrefix(cfg.AddPrefix)
 		if err != nil {
-			return nil, fmt.Errorf("add_prefix: %w", err)
+			at.Field("add_prefix").Err(err)
 		}
 		rw.addPrefix = escapePath(p)
 	}
-	return rw, nil
+	return rw
 }
 
 // cleanPrefix checks a path prefix written as a decoded path and drops a
 // trailing "/": "/api/" and "/api" are the same prefix.
 func cleanPrefix(p string) (string, error) {
-	if !strings.HasPrefix(p, "/") {
-		return "", fmt.Errorf("%q must start with \"/\"", p)
-	}
-	if strings.ContainsAny(p, "?#") {
-		return "", fmt.Errorf("%q: a path prefix has no query or fragment", p)
+	if err := config.CheckPath(p); err != nil {
+		return "", err
 	}
 	trimmed := strings.TrimRight(p, "/")
 	if trimmed == "" {
@@ -113,11 +117,8 @@ func cleanPrefix(p string) (string, error) {
 // parameters ("{name...}" is accepted too), checking each name against the
 // route's parameters.
 func parseTemplate(tmpl string, params []string) ([]part, error) {
-	if !strings.HasPrefix(tmpl, "/") {
-		return nil, errors.New(`must start with "/"`)
-	}
-	if strings.ContainsAny(tmpl, "?#") {
-		return nil, errors.New("a path template has no query or fragment")
+	if err := config.CheckPath(tmpl); err != nil {
+		return nil, err
 	}
 	var parts []part
 	for rest := tmpl; rest != ""; {
@@ -141,9 +142,9 @@ func parseTemplate(tmpl string, params []string) ([]part, error) {
 		}
 		if !slices.Contains(params, name) {
 			if len(params) == 0 {
-				return nil, fmt.Errorf("{%s}: the route's path captures no parameters", name)
+				return nil, fmt.Errorf("{%s}: the route's path captures no parameters (default_filters and prefix routes have none)", name)
 			}
-			return nil, fmt.Errorf("{%s} is not a parameter of the route's path (it captures: %s)", name, strings.Join(params, ", "))
+			return nil, fmt.Errorf("{%s} is not a parameter of the route's match.path (it captures: %s)", name, strings.Join(params, ", "))
 		}
 		parts = append(parts, part{param: name})
 		rest = rest[end+1:]
