@@ -63,6 +63,12 @@ const (
 	PolicyP2C            = "p2c"
 )
 
+// PolicyNames lists the policy names NewPolicy accepts, for configuration
+// checks and messages.
+func PolicyNames() []string {
+	return []string{PolicyRandom, PolicyRoundRobin, PolicyLeastActive, PolicyConsistentHash, PolicyP2C}
+}
+
 // DefaultHashNodes is Java Dubbo's default hash.nodes: virtual nodes per provider on the consistent hash ring.
 const DefaultHashNodes = 160
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 )
@@ -23,7 +24,7 @@ const (
 	DefaultDubboMaxPending    = 10000
 	DefaultDubboTimeout       = Duration(time.Second)
 	DefaultDubboRetries       = 2
-	DefaultDubboCluster       = "failover"
+	DefaultDubboCluster       = "failover" // cluster.Failover
 	DefaultDubboLoadBalance   = "random"
 	DefaultExceptionStatus    = 500
 	DefaultBreakerMaxFailures = 5
@@ -70,9 +71,7 @@ const (
 )
 
 var (
-	dubboClusters     = []string{"failover", "failfast"}
-	dubboLoadBalances = []string{"random", "roundrobin", "leastactive", "consistenthash", "p2c"}
-	paramSources      = []string{FromPath, FromQuery, FromHeader, FromBody, FromConstant}
+	paramSources = []string{FromPath, FromQuery, FromHeader, FromBody, FromConstant}
 )
 
 func defaultDubbo(c *Config) {
@@ -315,11 +314,11 @@ func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params [
 	if dr.Async && dr.Generic != nil && !*dr.Generic {
 		ps.add(path+".async", 0, "async ($invokeAsync) is a generic call: set generic: true or drop async")
 	}
-	if !slices.Contains(dubboClusters, dr.Cluster) {
-		ps.add(path+".cluster", 0, "unknown cluster %q (known: %s)", dr.Cluster, strings.Join(dubboClusters, ", "))
+	if _, err := cluster.ParseMode(dr.Cluster); err != nil {
+		ps.add(path+".cluster", 0, "%v", err)
 	}
-	if !slices.Contains(dubboLoadBalances, dr.LoadBalance) {
-		ps.add(path+".loadbalance", 0, "unknown load balance %q (known: %s)", dr.LoadBalance, strings.Join(dubboLoadBalances, ", "))
+	if !slices.Contains(cluster.PolicyNames(), dr.LoadBalance) {
+		ps.add(path+".loadbalance", 0, "unknown load balance %q (known: %s)", dr.LoadBalance, strings.Join(cluster.PolicyNames(), ", "))
 	}
 	if dr.Retries != nil && (*dr.Retries < 0 || *dr.Retries > 10) {
 		ps.add(path+".retries", 0, "must be 0..10, got %d", *dr.Retries)
@@ -327,7 +326,7 @@ func validateDubboRoute(ps *problems, c *Config, path string, r *Route, params [
 	if dr.ExceptionStatus < 400 || dr.ExceptionStatus > 599 {
 		ps.add(path+".exception_status", 0, "must be an HTTP error status 400..599, got %d", dr.ExceptionStatus)
 	}
-	if dr.LoadBalance == "consistenthash" && dr.Passthrough == nil {
+	if dr.LoadBalance == cluster.PolicyConsistentHash && dr.Passthrough == nil {
 		for i, a := range dr.HashArguments {
 			if a < 0 || a >= len(dr.Params) {
 				ps.add(indexPath(path+".hash_arguments", i), 0, "argument %d does not exist: the method has %d parameters", a, len(dr.Params))

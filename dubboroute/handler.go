@@ -293,7 +293,7 @@ func (h *Handler) attachments(r *http.Request) map[string]string {
 
 // hashKey renders the consistent-hash arguments.
 func (h *Handler) hashKey(a *args) string {
-	if h.cfg.LoadBalance != "consistenthash" {
+	if h.cfg.LoadBalance != cluster.PolicyConsistentHash {
 		return ""
 	}
 	var b strings.Builder

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
@@ -227,7 +228,7 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 		return
 	}
 	hashKey := ""
-	if h.cfg.LoadBalance == "consistenthash" {
+	if h.cfg.LoadBalance == cluster.PolicyConsistentHash {
 		hashKey = string(args)
 	}
 	h.call(ctx, w, r, ref.Dir, inv, hashKey)
