@@ -19,8 +19,9 @@ import (
 
 	"github.com/dubbogw/dubbogw/bench/loadgen"
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/demo"
 	"github.com/dubbogw/dubbogw/dubbo"
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/gateway"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/internal/testenv"
@@ -28,7 +29,7 @@ import (
 
 // stack is everything a measurement talks to, in this process, on
 // 127.0.0.1: an HTTP upstream answering users as the Dubbo demo does, the
-// dubbotest demo provider, a gateway routing to both, a Dubbo client of its
+// demo provider (dubbo/provider), a gateway routing to both, a Dubbo client of its
 // own and an HTTP client sized for the load.
 type stack struct {
 	upstreamURL string // GET {upstreamURL}/http/users/42 straight to the upstream
@@ -64,9 +65,9 @@ func startStack(t testing.TB) *stack {
 	asRole(ctx, "upstream", func(context.Context) { upstream = httptest.NewServer(http.HandlerFunc(serveUser)) })
 	t.Cleanup(upstream.Close)
 
-	provider := dubbotest.NewServer(quiet)
+	provider := provider.NewServer(quiet)
 	provider.SetMaxInFlight(providerMaxInFlight)
-	for _, svc := range dubbotest.DemoServices() {
+	for _, svc := range demo.DubboServices() {
 		provider.Register(svc)
 	}
 	var providerAddr net.Addr
@@ -128,8 +129,8 @@ routes:
       interface: %s
       method: getUser
       params: [{type: java.lang.String, from: path, name: id}]
-`, filepath.Join(dir, "access.log"), redisAddr, dubbotest.DemoInterface, providerAddr.String(), upstream.URL, dubbotest.DemoInterface,
-		tokenPrefix, tokenPrefix, dubbotest.DemoInterface)
+`, filepath.Join(dir, "access.log"), redisAddr, demo.UserInterface, providerAddr.String(), upstream.URL, demo.UserInterface,
+		tokenPrefix, tokenPrefix, demo.UserInterface)
 	path := filepath.Join(dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
 		t.Fatalf("writing the gateway config: %v", err)
@@ -170,7 +171,7 @@ routes:
 		http:        &http.Client{Transport: transport},
 		dubbo:       client,
 		getUserCall: &dubbo.Invocation{
-			Interface:  dubbotest.DemoInterface,
+			Interface:  demo.UserInterface,
 			Method:     "getUser",
 			ParamTypes: []string{"java.lang.String"},
 			Args:       []any{"42"},

@@ -1,5 +1,6 @@
-// Package demo provides the in-process demo services the quickstart routes to,
-// so `dubbogw run --config examples/quickstart.yaml` needs nothing external.
+// Package demo provides the in-process demo services the quickstart routes
+// to, an HTTP service and a Dubbo service (served by dubbo/provider), so
+// `dubbogw run --config examples/quickstart.yaml` needs nothing external.
 package demo
 
 import (

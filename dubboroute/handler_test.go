@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/demo"
 	"github.com/dubbogw/dubbogw/dubbo"
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/dubboroute"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/registry"
@@ -22,16 +23,16 @@ import (
 
 // These tests drive dubboroute.Handler directly (ServeHTTP on a recorder,
 // no gateway, no router) against the real in-process Dubbo provider of
-// dubbotest, over TCP: what they check is the whole way from an HTTP
+// dubbo/provider, over TCP: what they check is the whole way from an HTTP
 // request to the hessian arguments, the provider's answer and back to the
 // JSON answer or the gateway's JSON error.
 
 // quiet discards logs: the handler logs refusals and failed calls.
 var quiet = slog.New(slog.DiscardHandler)
 
-// demo is one test's provider, client, registry and route handlers.
-type demo struct {
-	srv      *dubbotest.Server
+// fixture is one test's provider, client, registry and route handlers.
+type fixture struct {
+	srv      *provider.Server
 	handlers map[string]*dubboroute.Handler
 }
 
@@ -39,10 +40,10 @@ type demo struct {
 // the default) and builds a handler for each route of routes, a YAML list
 // of routes whose dubbo sections use registry "demo". Everything is
 // released when the test ends.
-func startDemo(t *testing.T, maxInFlight int, routes string) *demo {
+func startDemo(t *testing.T, maxInFlight int, routes string) *fixture {
 	t.Helper()
-	srv := dubbotest.NewServer(quiet)
-	for _, svc := range dubbotest.DemoServices() {
+	srv := provider.NewServer(quiet)
+	for _, svc := range demo.DubboServices() {
 		srv.Register(svc)
 	}
 	if maxInFlight > 0 {
@@ -67,7 +68,7 @@ func startDemo(t *testing.T, maxInFlight int, routes string) *demo {
 			t.Errorf("closing the client: %v", err)
 		}
 	})
-	reg, err := registry.NewStatic(map[string][]string{dubbotest.DemoInterface: {addr.String()}})
+	reg, err := registry.NewStatic(map[string][]string{demo.UserInterface: {addr.String()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &demo{srv: srv, handlers: map[string]*dubboroute.Handler{}}
+	d := &fixture{srv: srv, handlers: map[string]*dubboroute.Handler{}}
 	for _, rc := range cfg.Routes {
 		h, err := dubboroute.New(rc.Name, rc.Dubbo, dubboroute.Deps{
 			Client: client, References: map[string]*registry.References{"demo": refs}, Log: quiet,
@@ -111,7 +112,7 @@ type req struct {
 
 // serve runs r through its route's handler, with the request's Info in
 // its context as the gateway puts it there.
-func (d *demo) serve(t *testing.T, ctx context.Context, r req) *httptest.ResponseRecorder {
+func (d *fixture) serve(t *testing.T, ctx context.Context, r req) *httptest.ResponseRecorder {
 	t.Helper()
 	h, ok := d.handlers[r.route]
 	if !ok {
@@ -183,7 +184,7 @@ func path(kv ...string) []exchange.PathParam {
 }
 
 // calls is what the provider was asked to run, answered or refused.
-func (d *demo) calls() uint64 {
+func (d *fixture) calls() uint64 {
 	s := d.srv.Stats()
 	return s.Requests + s.Rejected + uint64(s.InFlight)
 }
@@ -474,7 +475,7 @@ func TestPassthrough(t *testing.T) {
 		return req{route: "generic", method: "POST", url: "/dubbo/" + iface + "/" + method, body: body,
 			pathParams: path("interface", iface, "method", method)}
 	}
-	const svc = dubbotest.DemoInterface
+	const svc = demo.UserInterface
 	for _, c := range []struct {
 		name string
 		req  req

@@ -14,15 +14,16 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/config"
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/demo"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/hessian"
 )
 
 // startProvider runs the demo Dubbo provider on loopback for one test.
 func startProvider(t testing.TB) string {
 	t.Helper()
-	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
-	for _, svc := range dubbotest.DemoServices() {
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range demo.DubboServices() {
 		s.Register(svc)
 	}
 	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
@@ -346,11 +347,11 @@ func TestDubboFailoverAndBreaker(t *testing.T) {
 // identity) and that a gateway which served Dubbo calls leaves no goroutine
 // behind once shut down.
 func TestDubboAttachmentsAndNoLeak(t *testing.T) {
-	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
 	got := make(chan map[string]any, 1)
-	s.Register(dubbotest.Service{Interface: "com.example.Echo", Version: "1.0.0", Group: "g", Methods: map[string][]dubbotest.Method{
+	s.Register(provider.Service{Interface: "com.example.Echo", Version: "1.0.0", Group: "g", Methods: map[string][]provider.Method{
 		"ping": {{ParamTypes: nil, Func: func(ctx context.Context, _ []any) (any, error) {
-			got <- dubbotest.Attachments(ctx)
+			got <- provider.Attachments(ctx)
 			return "pong", nil
 		}}},
 	}})
@@ -436,7 +437,7 @@ func writeFile(path, text string) error { return os.WriteFile(path, []byte(text)
 // map, a list, a nested POJO, a long beyond 2^53, a date — the answer is a
 // 200 with a JSON body, never an empty one.
 func TestDubboResultShapes(t *testing.T) {
-	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
 	results := map[string]any{
 		"nothing": nil,
 		"number":  int32(7),
@@ -451,14 +452,14 @@ func TestDubboResultShapes(t *testing.T) {
 			{Name: "owner", Value: &hessian.Object{Class: "com.example.User", Fields: []hessian.Field{{Name: "name", Value: "ann"}, {Name: "age", Value: int32(40)}}}},
 		}},
 	}
-	methods := map[string][]dubbotest.Method{}
+	methods := map[string][]provider.Method{}
 	var routes strings.Builder
 	for name, v := range results {
 		v := v
-		methods[name] = []dubbotest.Method{{Func: func(context.Context, []any) (any, error) { return v, nil }}}
+		methods[name] = []provider.Method{{Func: func(context.Context, []any) (any, error) { return v, nil }}}
 		fmt.Fprintf(&routes, "  - {name: %s, match: {path: /%s}, dubbo: {registry: r, interface: com.example.Shapes, method: %s}}\n", name, name, name)
 	}
-	s.Register(dubbotest.Service{Interface: "com.example.Shapes", Methods: methods})
+	s.Register(provider.Service{Interface: "com.example.Shapes", Methods: methods})
 	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/demo"
 	"github.com/dubbogw/dubbogw/dubbo"
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/filter/accesslog"
 	_ "github.com/dubbogw/dubbogw/filter/all" // every filter of filter lists
 	"github.com/dubbogw/dubbogw/observe"
@@ -76,7 +76,7 @@ type Gateway struct {
 	stop     chan struct{} // closed by Shutdown: ends background goroutines
 
 	data, admin, demoHTTP *http.Server
-	demoDubbo             *dubbotest.Server
+	demoDubbo             *provider.Server
 	dubbo                 *dubbo.Client
 	dataLn, adminLn       net.Listener
 	hijacked              connSet
@@ -231,8 +231,8 @@ func (g *Gateway) Start(ctx context.Context) error {
 	}
 
 	if cfg.Demo.Dubbo != "" {
-		g.demoDubbo = dubbotest.NewServer(g.log)
-		for _, svc := range dubbotest.DemoServices() {
+		g.demoDubbo = provider.NewServer(g.log)
+		for _, svc := range demo.DubboServices() {
 			g.demoDubbo.Register(svc)
 		}
 		addr, err := g.demoDubbo.Listen(ctx, cfg.Demo.Dubbo)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/exchange"
 )
 
@@ -24,10 +24,10 @@ func TestAuthEndToEnd(t *testing.T) {
 		fmt.Fprintf(w, "user=%q roles=%q", r.Header.Get("X-User-Id"), r.Header.Get("X-Roles"))
 	}))
 	defer upstream.Close()
-	srv := dubbotest.NewServer(slog.New(slog.DiscardHandler))
-	srv.Register(dubbotest.Service{Interface: "com.example.Who", Methods: map[string][]dubbotest.Method{
+	srv := provider.NewServer(slog.New(slog.DiscardHandler))
+	srv.Register(provider.Service{Interface: "com.example.Who", Methods: map[string][]provider.Method{
 		"whoami": {{Func: func(ctx context.Context, _ []any) (any, error) {
-			return fmt.Sprint(dubbotest.Attachments(ctx)["userId"]), nil
+			return fmt.Sprint(provider.Attachments(ctx)["userId"]), nil
 		}}},
 	}})
 	addr, err := srv.Listen(context.Background(), "127.0.0.1:0")

@@ -22,7 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dubbogw/dubbogw/config"
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/dubbogw/dubbogw/observe"
 )
@@ -267,10 +267,10 @@ routes:
 // attachment, the trace context of the gateway's Dubbo client span, whose
 // parent is the request's server span.
 func TestTracingDubboRoute(t *testing.T) {
-	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
-	s.Register(dubbotest.Service{Interface: "com.example.Trace", Methods: map[string][]dubbotest.Method{
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
+	s.Register(provider.Service{Interface: "com.example.Trace", Methods: map[string][]provider.Method{
 		"traceparent": {{Func: func(ctx context.Context, _ []any) (any, error) {
-			return fmt.Sprint(dubbotest.Attachments(ctx)["traceparent"]), nil
+			return fmt.Sprint(provider.Attachments(ctx)["traceparent"]), nil
 		}}},
 	}})
 	addr, err := s.Listen(context.Background(), "127.0.0.1:0")

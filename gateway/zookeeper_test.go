@@ -26,7 +26,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbogw/dubbogw/config"
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/demo"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/dubbogw/dubbogw/registry"
 )
@@ -478,8 +479,8 @@ func TestZooKeeperRouteDiscovery(t *testing.T) {
 // after the reconnect backoff the client grew while it was down.
 func TestZooKeeperRestartedProviderRedialled(t *testing.T) {
 	f := newZKFixture(t)
-	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
-	for _, svc := range dubbotest.DemoServices() {
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range demo.DubboServices() {
 		s.Register(svc)
 	}
 	a, err := s.Listen(context.Background(), "127.0.0.1:0")
@@ -503,8 +504,8 @@ func TestZooKeeperRestartedProviderRedialled(t *testing.T) {
 		n, _ := strconv.Atoi(m[1])
 		return n >= 6
 	})
-	s2 := dubbotest.NewServer(slog.New(slog.DiscardHandler))
-	for _, svc := range dubbotest.DemoServices() {
+	s2 := provider.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range demo.DubboServices() {
 		s2.Register(svc)
 	}
 	if _, err := s2.Listen(context.Background(), addr); err != nil {
@@ -665,15 +666,15 @@ func newFromFile(path string) (*Gateway, error) {
 func TestZooKeeperProviderChurn(t *testing.T) {
 	f := newZKFixture(t)
 	const iface = "com.example.Churn"
-	type provider struct {
-		srv  *dubbotest.Server
+	type churner struct {
+		srv  *provider.Server
 		addr string
 		sess *zk.Conn // the provider's own session: closing it is a session kill
 		node string
 	}
-	start := func(i int) *provider {
-		srv := dubbotest.NewServer(slog.New(slog.DiscardHandler))
-		srv.Register(dubbotest.Service{Interface: iface, Methods: map[string][]dubbotest.Method{
+	start := func(i int) *churner {
+		srv := provider.NewServer(slog.New(slog.DiscardHandler))
+		srv.Register(provider.Service{Interface: iface, Methods: map[string][]provider.Method{
 			"who": {{Func: func(context.Context, []any) (any, error) { return int32(i), nil }}},
 		}})
 		a, err := srv.Listen(context.Background(), "127.0.0.1:0")
@@ -684,7 +685,7 @@ func TestZooKeeperProviderChurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := &provider{srv: srv, addr: a.String(), sess: sess}
+		p := &churner{srv: srv, addr: a.String(), sess: sess}
 		dir := "/" + f.root + "/" + iface + "/providers"
 		f.ensure(t, dir)
 		u := "dubbo://" + p.addr + "/" + iface + "?interface=" + iface + "&methods=who&side=provider"
@@ -694,13 +695,13 @@ func TestZooKeeperProviderChurn(t *testing.T) {
 		}
 		return p
 	}
-	stop := func(p *provider) {
+	stop := func(p *churner) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = p.srv.Close(ctx)
 		p.sess.Close()
 	}
-	live := map[int]*provider{}
+	live := map[int]*churner{}
 	for i := range 10 {
 		live[i] = start(i)
 	}
@@ -768,7 +769,7 @@ routes:
 	}
 
 	type removed struct {
-		p     *provider
+		p     *churner
 		calls uint64
 	}
 	var gone []removed

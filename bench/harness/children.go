@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/bench/loadgen"
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/demo"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 )
 
 // The subcommands below run in processes of their own, started by the
@@ -93,7 +94,7 @@ func serveUser(w http.ResponseWriter, r *http.Request) {
 // provider never refuses one (its default, as Java's, is 200).
 const providerMaxInFlight = 2048
 
-// runProvider serves the dubbotest demo provider on -ports loopback ports
+// runProvider serves the demo provider (dubbo/provider) on -ports loopback ports
 // until SIGTERM.
 func runProvider(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("provider", flag.ContinueOnError)
@@ -108,9 +109,9 @@ func runProvider(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	provider := dubbotest.NewServer(slog.New(slog.DiscardHandler))
+	provider := provider.NewServer(slog.New(slog.DiscardHandler))
 	provider.SetMaxInFlight(providerMaxInFlight)
-	for _, svc := range dubbotest.DemoServices() {
+	for _, svc := range demo.DubboServices() {
 		provider.Register(svc)
 	}
 	defer func() {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/demo"
 )
 
 // gatewaySpec is what one gateway process is configured with.
@@ -43,7 +43,7 @@ redis: {address: %q}
 registries:
 `, spec.listen, spec.admin, spec.accessLog, spec.redis)
 	for _, n := range spec.providerCounts {
-		fmt.Fprintf(&b, "  p%d:\n    providers:\n      %s: [%s]\n", n, dubbotest.DemoInterface, quoteJoin(spec.providers[:n]))
+		fmt.Fprintf(&b, "  p%d:\n    providers:\n      %s: [%s]\n", n, demo.UserInterface, quoteJoin(spec.providers[:n]))
 	}
 	fmt.Fprintf(&b, `upstreams:
   echo:
@@ -69,7 +69,7 @@ routes:
     match: {methods: [GET], path: "/auth/api/users/{id}"}
     filters: [{auth: {key_prefix: %q}}]
     dubbo: {registry: p1, interface: %s, method: getUser, params: [{type: java.lang.String, from: path, name: id}]}
-`, spec.upstream, spec.idlePerTarget, spec.upstream, spec.idlePerTarget, spec.tokenPrefix, spec.tokenPrefix, dubbotest.DemoInterface)
+`, spec.upstream, spec.idlePerTarget, spec.upstream, spec.idlePerTarget, spec.tokenPrefix, spec.tokenPrefix, demo.UserInterface)
 	for _, n := range spec.providerCounts {
 		path := fmt.Sprintf("/p%d/api/users/{id}", n)
 		if n == 1 {
@@ -78,7 +78,7 @@ routes:
 		fmt.Fprintf(&b, `  - name: dubbo-users-p%d
     match: {methods: [GET], path: %q}
     dubbo: {registry: p%d, interface: %s, method: getUser, params: [{type: java.lang.String, from: path, name: id}]}
-`, n, path, n, dubbotest.DemoInterface)
+`, n, path, n, demo.UserInterface)
 	}
 	for i := measuredRoutes(len(spec.providerCounts)); i < spec.routes; i++ {
 		if i%2 == 0 {

@@ -4,7 +4,7 @@
 //	go run ./bench/harness [-duration 1.5s] [-rounds 3] [-out table.md]
 //
 // It builds the gateway binary (cmd/dubbogw) and starts, each as its own
-// process: an HTTP echo upstream and the dubbotest demo provider (this
+// process: an HTTP echo upstream and the demo provider (dubbo/provider) (this
 // command's own "upstream" and "provider" subcommands), a private
 // redis-server, the gateway (one per route count) and nginx as a reverse
 // proxy to the same upstream. It drives each path with bench/loadgen, in a

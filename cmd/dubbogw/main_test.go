@@ -26,7 +26,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/demo"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
@@ -507,8 +508,8 @@ routes:
 }
 
 func TestInvoke(t *testing.T) {
-	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
-	for _, svc := range dubbotest.DemoServices() {
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range demo.DubboServices() {
 		s.Register(svc)
 	}
 	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
@@ -549,8 +550,8 @@ func TestInvoke(t *testing.T) {
 // TestInvokeThroughZooKeeper finds the provider in a real ZooKeeper.
 func TestInvokeThroughZooKeeper(t *testing.T) {
 	zkAddr := testenv.ZooKeeperAddr(t)
-	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
-	for _, svc := range dubbotest.DemoServices() {
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range demo.DubboServices() {
 		s.Register(svc)
 	}
 	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
@@ -565,13 +566,13 @@ func TestInvokeThroughZooKeeper(t *testing.T) {
 	defer conn.Close()
 	root := fmt.Sprintf("dubbogw-cli-%d", time.Now().UnixNano())
 	dir := ""
-	for _, part := range []string{root, dubbotest.DemoInterface, "providers"} {
+	for _, part := range []string{root, demo.UserInterface, "providers"} {
 		dir += "/" + part
 		if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
 			t.Fatal(err)
 		}
 	}
-	u := url.QueryEscape("dubbo://" + addr.String() + "/" + dubbotest.DemoInterface + "?interface=" + dubbotest.DemoInterface)
+	u := url.QueryEscape("dubbo://" + addr.String() + "/" + demo.UserInterface + "?interface=" + demo.UserInterface)
 	if _, err := conn.Create(dir+"/"+u, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbogw/dubbogw/dubbo"
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/dubbogw/dubbogw/registry"
@@ -22,8 +22,8 @@ import (
 // service, and the null dubbo-go answers for any other.
 func metadataServer(t *testing.T, addr, app, rev string) string {
 	t.Helper()
-	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
-	s.Register(dubbotest.Service{Interface: Interface, Version: Version, Group: app, Methods: map[string][]dubbotest.Method{
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
+	s.Register(provider.Service{Interface: Interface, Version: Version, Group: app, Methods: map[string][]provider.Method{
 		"getMetadataInfo": {{ParamTypes: []string{"java.lang.String"}, Func: func(_ context.Context, args []any) (any, error) {
 			if args[0] != rev {
 				return nil, nil
@@ -136,8 +136,8 @@ func TestFetchAfterRestart(t *testing.T) {
 // addr, answering every revision with an empty MetadataInfo; stop closes it.
 func metadataServerStoppable(t *testing.T, addr string) (string, func()) {
 	t.Helper()
-	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
-	s.Register(dubbotest.Service{Interface: Interface, Version: Version, Group: "a", Methods: map[string][]dubbotest.Method{
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
+	s.Register(provider.Service{Interface: Interface, Version: Version, Group: "a", Methods: map[string][]provider.Method{
 		"getMetadataInfo": {{ParamTypes: []string{"java.lang.String"}, Func: func(_ context.Context, args []any) (any, error) {
 			return &hessian.Object{Class: "org.apache.dubbo.metadata.MetadataInfo", Fields: []hessian.Field{
 				{Name: "app", Value: "a"}, {Name: "revision", Value: args[0]}, {Name: "services", Value: &hessian.Map{}},

@@ -58,7 +58,7 @@ func TestDubboGoProvider(t *testing.T) {
 
 	t.Run("overload", func(t *testing.T) {
 		t.Skip("dubbo-go cannot export Java overloads: Go has no overloading and dubbo-go keys a service's methods by name alone " +
-			"(common/rpc_service.go, suitableMethods); overload selection is proven against dubbotest and dubbo-remoting in test/peers/dubbo")
+			"(common/rpc_service.go, suitableMethods); overload selection is proven against dubbo/provider and dubbo-remoting in test/peers/dubbo")
 	})
 
 	for _, c := range dubboGoCases() {

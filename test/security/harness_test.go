@@ -18,7 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbogw/dubbogw/config"
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/demo"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/gateway"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/dubbogw/dubbogw/observe"
@@ -129,8 +130,8 @@ func readRaw(c net.Conn) rawResponse {
 // every byte the gateway sent towards the provider.
 func demoProvider(t *testing.T) (addr string, rec *recorder) {
 	t.Helper()
-	s := dubbotest.NewServer(slog.New(slog.DiscardHandler))
-	for _, svc := range dubbotest.DemoServices() {
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range demo.DubboServices() {
 		s.Register(svc)
 	}
 	pa, err := s.Listen(context.Background(), "127.0.0.1:0")

@@ -1,4 +1,4 @@
-// Package dubbo_test proves dubbogw's in-process provider (dubbo/dubbotest)
+// Package dubbo_test proves dubbogw's in-process provider (dubbo/provider)
 // against a Dubbo consumer nobody here wrote: npm's dubbo-remoting (the
 // dubbo protocol codec of sofa-rpc-node, over hessian.js), driven by
 // ../node-dubbo/peer.js. Frames the npm client writes must decode in our
@@ -31,7 +31,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/demo"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/test/peers"
 )
@@ -48,8 +49,8 @@ type echoed struct {
 	seen map[string]any
 }
 
-func (e *echoed) service() dubbotest.Service {
-	return dubbotest.Service{Interface: echoService, Version: echoVersion, Methods: map[string][]dubbotest.Method{
+func (e *echoed) service() provider.Service {
+	return provider.Service{Interface: echoService, Version: echoVersion, Methods: map[string][]provider.Method{
 		"echo": {{ParamTypes: []string{"java.lang.String", "java.lang.Object"}, Func: func(_ context.Context, args []any) (any, error) {
 			key, _ := args[0].(string)
 			e.mu.Lock()
@@ -69,8 +70,8 @@ func (e *echoed) get(key string) (any, bool) {
 
 func TestDubboRemoting(t *testing.T) {
 	echo := &echoed{seen: map[string]any{}}
-	srv := dubbotest.NewServer(nil)
-	for _, svc := range dubbotest.DemoServices() {
+	srv := provider.NewServer(nil)
+	for _, svc := range demo.DubboServices() {
 		srv.Register(svc)
 	}
 	srv.Register(echo.service())
@@ -88,30 +89,30 @@ func TestDubboRemoting(t *testing.T) {
 	})
 	h := startHarness(t, ln.String())
 
-	demo := func(method string, args ...any) call {
+	userCall := func(method string, args ...any) call {
 		if args == nil {
 			args = []any{}
 		}
-		return call{Service: dubbotest.DemoInterface, Method: method, Args: args}
+		return call{Service: demo.UserInterface, Method: method, Args: args}
 	}
 
 	t.Run("demo", func(t *testing.T) {
 		// Raw JSON keeps the fields in the Java class's order (hessian.js
 		// writes an object's fields in its keys' order).
-		user := json.RawMessage(`{"$class":"` + dubbotest.DemoUserClass + `","$":{"id":"u-9","name":"Ann","age":{"$class":"int","$":41},"email":"ann@example.org"}}`)
-		users := &hessian.List{Items: []any{dubbotest.DemoUser("1"), dubbotest.DemoUser("2"), dubbotest.DemoUser("3")}}
+		user := json.RawMessage(`{"$class":"` + demo.UserClass + `","$":{"id":"u-9","name":"Ann","age":{"$class":"int","$":41},"email":"ann@example.org"}}`)
+		users := &hessian.List{Items: []any{demo.User("1"), demo.User("2"), demo.User("3")}}
 		for _, c := range []struct {
 			name string
 			call call
 			want any // the value in our model, as the provider answers it
 		}{
-			{"pojo out", demo("getUser", "42"), dubbotest.DemoUser("42")},
-			{"list out", demo("listUsers", 3), users},
-			{"pojo in and out", demo("createUser", user), &hessian.Object{Class: dubbotest.DemoUserClass, Fields: []hessian.Field{
+			{"pojo out", userCall("getUser", "42"), demo.User("42")},
+			{"list out", userCall("listUsers", 3), users},
+			{"pojo in and out", userCall("createUser", user), &hessian.Object{Class: demo.UserClass, Fields: []hessian.Field{
 				{Name: "id", Value: "u-9"}, {Name: "name", Value: "Ann"}, {Name: "age", Value: int32(41)}, {Name: "email", Value: "ann@example.org"}}}},
-			{"zero args", demo("greet"), "Hello, world"},
-			{"overload", demo("greet", "Bo"), "Hello, Bo"},
-			{"slow", demo("slow", 30), "slept 30ms"},
+			{"zero args", userCall("greet"), "Hello, world"},
+			{"overload", userCall("greet", "Bo"), "Hello, Bo"},
+			{"slow", userCall("slow", 30), "slept 30ms"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				r := h.call(t, c.call)
@@ -121,12 +122,12 @@ func TestDubboRemoting(t *testing.T) {
 	})
 
 	t.Run("exception", func(t *testing.T) {
-		r := h.call(t, demo("fail", "no stock"))
-		wantException(t, r, dubbotest.DemoExceptionName, "no stock")
+		r := h.call(t, userCall("fail", "no stock"))
+		wantException(t, r, demo.ExceptionClass, "no stock")
 	})
 
 	t.Run("unknown method", func(t *testing.T) {
-		r := h.call(t, demo("nosuch", "x"))
+		r := h.call(t, userCall("nosuch", "x"))
 		if r.OK || r.Status != 20 {
 			t.Fatalf("got ok=%v status=%d, want an exception response (status 20)", r.OK, r.Status)
 		}
@@ -156,30 +157,30 @@ func TestDubboRemoting(t *testing.T) {
 			if types == nil {
 				types = []string{}
 			}
-			return call{Service: dubbotest.DemoInterface, Method: "$invoke", Props: map[string]string{"generic": "true"},
+			return call{Service: demo.UserInterface, Method: "$invoke", Props: map[string]string{"generic": "true"},
 				Args: []any{method,
 					map[string]any{"$class": "[java.lang.String", "$": types},
 					map[string]any{"$class": "[java.lang.Object", "$": args}}}
 		}
-		// dubbotest answers objects as maps with a "class" key; hessian.js
+		// dubbo/provider answers objects as maps with a "class" key; hessian.js
 		// shows a map as a plain object.
 		userMap := func(id, name string, age int32, email string) any {
 			return &hessian.Map{Entries: []hessian.Entry{
-				{Key: "class", Value: dubbotest.DemoUserClass}, {Key: "id", Value: id},
+				{Key: "class", Value: demo.UserClass}, {Key: "id", Value: id},
 				{Key: "name", Value: name}, {Key: "age", Value: age}, {Key: "email", Value: email}}}
 		}
 		r := h.call(t, generic("getUser", []string{"java.lang.String"}, "42"))
 		wantOK(t, r, userMap("42", "user 42", 30, "42@example.com"))
 
-		r = h.call(t, generic("createUser", []string{dubbotest.DemoUserClass},
-			map[string]any{"class": dubbotest.DemoUserClass, "id": "g-1", "name": "Cy", "age": 22, "email": "cy@example.org"}))
+		r = h.call(t, generic("createUser", []string{demo.UserClass},
+			map[string]any{"class": demo.UserClass, "id": "g-1", "name": "Cy", "age": 22, "email": "cy@example.org"}))
 		wantOK(t, r, userMap("g-1", "Cy", 22, "cy@example.org"))
 
 		r = h.call(t, generic("greet", nil))
 		wantOK(t, r, "Hello, world")
 
 		r = h.call(t, generic("fail", []string{"java.lang.String"}, "generic boom"))
-		wantException(t, r, dubbotest.DemoExceptionName, "generic boom")
+		wantException(t, r, demo.ExceptionClass, "generic boom")
 	})
 
 	t.Run("echo", func(t *testing.T) {
@@ -213,8 +214,8 @@ func TestDubboRemoting(t *testing.T) {
 			{"list", object("java.util.List", []any{1, "two", nil}), peers.List("java.util.List", peers.Int(1), peers.String("two"), peers.Null())},
 			// hessian.js writes a java.util.Map untyped, as Java writes a HashMap.
 			{"map", object("java.util.Map", map[string]any{"a": 1, "b": "x"}), peers.Map("", peers.String("a"), peers.Int(1), peers.String("b"), peers.String("x"))},
-			{"object", json.RawMessage(`{"$class":"` + dubbotest.DemoUserClass + `","$abstractClass":"java.lang.Object","$":{"id":"o-1","name":"Di","age":{"$class":"int","$":50},"email":"di@example.org"}}`),
-				peers.Object(dubbotest.DemoUserClass, "id", peers.String("o-1"), "name", peers.String("Di"), "age", peers.Int(50), "email", peers.String("di@example.org"))},
+			{"object", json.RawMessage(`{"$class":"` + demo.UserClass + `","$abstractClass":"java.lang.Object","$":{"id":"o-1","name":"Di","age":{"$class":"int","$":50},"email":"di@example.org"}}`),
+				peers.Object(demo.UserClass, "id", peers.String("o-1"), "name", peers.String("Di"), "age", peers.Int(50), "email", peers.String("di@example.org"))},
 			// An exception as a value: dubbo-remoting writes a JavaScript
 			// Error as a java.lang.Exception with its stack; checked apart
 			// below, since the stack is node's.
@@ -246,17 +247,17 @@ func TestDubboRemoting(t *testing.T) {
 
 	t.Run("response attachments", func(t *testing.T) {
 		// dubbo-remoting says dubbo version "5.3.0" unless told otherwise;
-		// Java providers (and dubbotest) answer attachments only to
+		// Java providers (and dubbo/provider) answer attachments only to
 		// 2.0.2 - 2.0.99. With "2.0.2" the answer is kind 4, with
 		// attachments, and dubbo-remoting reads them.
-		c := demo("greet")
+		c := userCall("greet")
 		c.Props = map[string]string{"dubbo": "2.0.2"}
 		r := h.call(t, c)
 		wantOK(t, r, "Hello, world")
 		if r.Props == nil {
 			t.Errorf("no response attachments for a dubbo 2.0.2 request")
 		}
-		r = h.call(t, demo("greet"))
+		r = h.call(t, userCall("greet"))
 		wantOK(t, r, "Hello, world")
 		if r.Props != nil {
 			t.Errorf("response attachments %v for a dubbo 5.3.0 request, which Java would not send", r.Props)
@@ -272,13 +273,13 @@ func TestDubboRemoting(t *testing.T) {
 		for i := range 60 {
 			if i%6 == 0 {
 				ms := 40 + i
-				calls = append(calls, demo("slow", ms))
+				calls = append(calls, userCall("slow", ms))
 				want = append(want, fmt.Sprintf("slept %dms", ms))
 				continue
 			}
 			id := strconv.Itoa(i)
-			calls = append(calls, demo("getUser", id))
-			want = append(want, dubbotest.DemoUser(id))
+			calls = append(calls, userCall("getUser", id))
+			want = append(want, demo.User(id))
 		}
 		var answer struct{ Results []result }
 		h.do(t, map[string]any{"op": "parallel", "calls": calls}, &answer)

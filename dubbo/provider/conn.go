@@ -1,4 +1,4 @@
-package dubbotest
+package provider
 
 import (
 	"bufio"
@@ -76,7 +76,7 @@ func (c *conn) writeLoop() {
 		select {
 		case f := <-c.out:
 			if err := c.write(w, f); err != nil {
-				c.srv.logger.Debug("dubbotest: write failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+				c.srv.logger.Debug("provider: write failed", "remote", c.nc.RemoteAddr().String(), "err", err)
 				return
 			}
 		case <-c.quit:
@@ -133,7 +133,7 @@ func (c *conn) readLoop() {
 		if err != nil {
 			// The frame was whole, so the stream is still in step: answer
 			// as Java does and read on.
-			c.srv.logger.Warn("dubbotest: undecodable request", "remote", c.nc.RemoteAddr().String(), "err", err)
+			c.srv.logger.Warn("provider: undecodable request", "remote", c.nc.RemoteAddr().String(), "err", err)
 			if h.TwoWay {
 				c.send(c.errorFrame(h.ID, protocol.StatusBadRequest, "Fail to decode request due to: "+err.Error()))
 			}
@@ -167,7 +167,7 @@ func (c *conn) readFailed(h protocol.Header, err error) {
 	if errors.Is(err, io.EOF) {
 		return
 	}
-	c.srv.logger.Warn("dubbotest: closing connection after a bad frame", "remote", c.nc.RemoteAddr().String(), "err", err)
+	c.srv.logger.Warn("provider: closing connection after a bad frame", "remote", c.nc.RemoteAddr().String(), "err", err)
 	if errors.Is(err, protocol.ErrPayloadTooLarge) && h.Request && h.TwoWay {
 		c.send(c.errorFrame(h.ID, protocol.StatusBadRequest, "Data length too large: "+strconv.Itoa(h.BodyLen)+", max payload: "+strconv.Itoa(c.srv.maxPayload)))
 		c.finish()

@@ -1,7 +1,7 @@
-// Package dubbotest is an in-process Dubbo provider: a real TCP server
-// speaking the dubbo protocol with hessian2, serving Go functions registered
-// as Java services, with the demo services the tests and the quickstart
-// call.
+// Package provider is an in-process Dubbo provider: a real TCP server
+// speaking the dubbo protocol with hessian2, serving Go functions
+// registered as Java services. The quickstart's demo service (package
+// demo) and the tests' providers run on it.
 //
 // It behaves as a Java provider does where a consumer can tell: heartbeats
 // are answered, calls run concurrently up to a bound beyond which they are
@@ -10,4 +10,4 @@
 // response, generic calls ($invoke) take and return maps with a "class"
 // key, responses carry attachments when the consumer's dubbo version asks
 // for them, and Close sends the readonly event before draining.
-package dubbotest
+package provider

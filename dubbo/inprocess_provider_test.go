@@ -9,18 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbogw/dubbogw/dubbo/dubbotest"
+	"github.com/dubbogw/dubbogw/demo"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
-// startDemo starts a dubbotest provider with the demo services on addr,
+// startDemo starts an in-process provider (dubbo/provider) with the demo services on addr,
 // closed when the test ends.
-func startDemo(t testing.TB, addr string) (*dubbotest.Server, string) {
+func startDemo(t testing.TB, addr string) (*provider.Server, string) {
 	t.Helper()
-	s := dubbotest.NewServer(nil)
-	for _, svc := range dubbotest.DemoServices() {
+	s := provider.NewServer(nil)
+	for _, svc := range demo.DubboServices() {
 		s.Register(svc)
 	}
 	a, err := s.Listen(context.Background(), addr)
@@ -36,7 +37,7 @@ func startDemo(t testing.TB, addr string) (*dubbotest.Server, string) {
 }
 
 func demoCall(method string, generic bool, types []string, args ...any) *Invocation {
-	return &Invocation{Interface: dubbotest.DemoInterface, Method: method, Generic: generic, ParamTypes: types, Args: args}
+	return &Invocation{Interface: demo.UserInterface, Method: method, Generic: generic, ParamTypes: types, Args: args}
 }
 
 var stringType = []string{"java.lang.String"}
@@ -55,7 +56,7 @@ func TestDemoProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u, ok := res.Value.(*hessian.Object); !ok || u.Class != dubbotest.DemoUserClass || fieldOf(u, "name") != "user 42" {
+	if u, ok := res.Value.(*hessian.Object); !ok || u.Class != demo.UserClass || fieldOf(u, "name") != "user 42" {
 		t.Fatalf("typed getUser: %#v", res.Value)
 	}
 	if res.Attachments == nil {
@@ -70,7 +71,7 @@ func TestDemoProvider(t *testing.T) {
 	if !ok {
 		t.Fatalf("generic getUser: %#v", res.Value)
 	}
-	if class, _ := m.Get("class"); class != dubbotest.DemoUserClass {
+	if class, _ := m.Get("class"); class != demo.UserClass {
 		t.Fatalf("generic getUser class %v", class)
 	}
 	if email, _ := m.Get("email"); email != "42@example.com" {
@@ -106,13 +107,13 @@ func TestDemoProvider(t *testing.T) {
 		}
 		_, err = call(demoCall("fail", generic, stringType, "no stock"))
 		var be *BusinessError
-		if !errors.As(err, &be) || be.Exception == nil || be.Exception.Class != dubbotest.DemoExceptionName || be.Exception.Message != "no stock" || be.Addr != addr {
+		if !errors.As(err, &be) || be.Exception == nil || be.Exception.Class != demo.ExceptionClass || be.Exception.Message != "no stock" || be.Addr != addr {
 			t.Fatalf("fail generic=%v: %v", generic, err)
 		}
 	}
 
-	user := map[string]any{"class": dubbotest.DemoUserClass, "id": "7", "name": "ann", "age": int32(41), "email": "a@x"}
-	res, err = call(demoCall("createUser", true, []string{dubbotest.DemoUserClass}, user))
+	user := map[string]any{"class": demo.UserClass, "id": "7", "name": "ann", "age": int32(41), "email": "a@x"}
+	res, err = call(demoCall("createUser", true, []string{demo.UserClass}, user))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestDemoProvider(t *testing.T) {
 	} else if age, _ := m.Get("age"); age != int32(41) {
 		t.Fatalf("generic createUser age %v", age)
 	}
-	res, err = call(demoCall("createUser", false, []string{dubbotest.DemoUserClass}, dubbotest.DemoUser("9")))
+	res, err = call(demoCall("createUser", false, []string{demo.UserClass}, demo.User("9")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package dubbotest
+package provider
 
 import (
 	"context"
@@ -111,7 +111,7 @@ func (s *Server) SetMaxPayload(n int) {
 func (s *Server) Register(svc Service) {
 	compiled, err := compileService(svc)
 	if err != nil {
-		panic("dubbotest: registering " + svc.Interface + ": " + err.Error())
+		panic("provider: registering " + svc.Interface + ": " + err.Error())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -125,13 +125,13 @@ func (s *Server) Listen(ctx context.Context, addr string) (net.Addr, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("dubbotest: listening on %s: %w", addr, err)
+		return nil, fmt.Errorf("provider: listening on %s: %w", addr, err)
 	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		ln.Close()
-		return nil, errors.New("dubbotest: listen after Close")
+		return nil, errors.New("provider: listen after Close")
 	}
 	if s.sem == nil {
 		s.sem = make(chan struct{}, s.maxInFlight)
@@ -140,7 +140,7 @@ func (s *Server) Listen(ctx context.Context, addr string) (net.Addr, error) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go s.accept(ln)
-	s.logger.Info("dubbotest provider listening", "addr", ln.Addr().String())
+	s.logger.Info("in-process Dubbo provider listening", "addr", ln.Addr().String())
 	return ln.Addr(), nil
 }
 
@@ -153,7 +153,7 @@ func (s *Server) accept(ln net.Listener) {
 			closing := s.closing
 			s.mu.Unlock()
 			if !closing {
-				s.logger.Error("dubbotest: accept failed, no longer listening", "addr", ln.Addr().String(), "err", err)
+				s.logger.Error("provider: accept failed, no longer listening", "addr", ln.Addr().String(), "err", err)
 			}
 			return
 		}
@@ -246,7 +246,7 @@ func (s *Server) Close(ctx context.Context) error {
 			s.mu.Lock()
 			running := s.active
 			s.mu.Unlock()
-			err = fmt.Errorf("dubbotest: closing with %d calls still running: %w", running, ctx.Err())
+			err = fmt.Errorf("provider: closing with %d calls still running: %w", running, ctx.Err())
 		}
 	}
 	s.cancel()

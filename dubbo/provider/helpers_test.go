@@ -1,4 +1,4 @@
-package dubbotest
+package provider_test
 
 import (
 	"context"
@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbogw/dubbogw/demo"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/hessian"
 )
 
@@ -31,10 +33,10 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 // startServer listens on loopback with the demo services and extra ones,
 // and closes the server when the test ends.
-func startServer(t *testing.T, configure func(*Server), extra ...Service) (*Server, string) {
+func startServer(t *testing.T, configure func(*provider.Server), extra ...provider.Service) (*provider.Server, string) {
 	t.Helper()
-	s := NewServer(testLogger(t))
-	for _, svc := range append(DemoServices(), extra...) {
+	s := provider.NewServer(testLogger(t))
+	for _, svc := range append(demo.DubboServices(), extra...) {
 		s.Register(svc)
 	}
 	if configure != nil {
@@ -153,7 +155,7 @@ func (c *client) roundTrip(req *protocol.Request) *protocol.Response {
 // call makes a typed call to the demo interface.
 func (c *client) call(method string, types []string, args ...any) *protocol.Response {
 	c.t.Helper()
-	return c.callService(DemoInterface, method, types, args...)
+	return c.callService(demo.UserInterface, method, types, args...)
 }
 
 func (c *client) callService(iface, method string, types []string, args ...any) *protocol.Response {
@@ -177,7 +179,7 @@ func (c *client) generic(method string, types []string, args ...any) *protocol.R
 		typeList = &hessian.List{Type: protocol.GenericTypesListType, Items: items}
 	}
 	return c.roundTrip(&protocol.Request{
-		TwoWay: true, Path: DemoInterface, Method: protocol.MethodInvoke, ParamTypes: protocol.GenericParamTypes,
+		TwoWay: true, Path: demo.UserInterface, Method: protocol.MethodInvoke, ParamTypes: protocol.GenericParamTypes,
 		Args:        []any{method, typeList, &hessian.List{Type: protocol.GenericArgsListType, Items: args}},
 		Attachments: map[string]string{protocol.AttachmentGeneric: "true"},
 	})

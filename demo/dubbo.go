@@ -1,4 +1,4 @@
-package dubbotest
+package demo
 
 import (
 	"context"
@@ -6,24 +6,25 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/hessian"
 )
 
-// The demo service's names.
+// The demo Dubbo service's names.
 const (
-	DemoInterface     = "com.example.demo.UserService"
-	DemoUserClass     = "com.example.demo.User"
-	DemoExceptionName = "com.example.demo.DemoException"
+	UserInterface  = "com.example.demo.UserService"
+	UserClass      = "com.example.demo.User"
+	ExceptionClass = "com.example.demo.DemoException"
 	// MaxListUsers bounds listUsers(n).
 	MaxListUsers = 1000
 	// MaxSlow bounds slow(millis).
 	MaxSlow = time.Minute
 )
 
-// DemoUser is the user the demo service returns for id:
+// User is the user the demo service returns for id:
 // {id, name: "user "+id, age: 30, email: id+"@example.com"}.
-func DemoUser(id string) *hessian.Object {
-	return &hessian.Object{Class: DemoUserClass, Fields: []hessian.Field{
+func User(id string) *hessian.Object {
+	return &hessian.Object{Class: UserClass, Fields: []hessian.Field{
 		{Name: "id", Value: id},
 		{Name: "name", Value: "user " + id},
 		{Name: "age", Value: int32(30)},
@@ -31,27 +32,27 @@ func DemoUser(id string) *hessian.Object {
 	}}
 }
 
-// DemoServices returns the quickstart's demo: com.example.demo.UserService
+// DubboServices returns the quickstart's demo: com.example.demo.UserService
 // (no version, no group) with
 //
-//	User getUser(String id)           DemoUser(id)
+//	User getUser(String id)           User(id)
 //	List<User> listUsers(int n)       users "1".."n" (0 <= n <= MaxListUsers)
 //	User createUser(User user)        the user it was given
 //	String greet()                    "Hello, world"
 //	String greet(String name)         "Hello, " + name
 //	String fail(String message)       throws com.example.demo.DemoException(message)
 //	String slow(int millis)           "slept <millis>ms" after sleeping (cut short when the call is cancelled)
-func DemoServices() []Service {
+func DubboServices() []provider.Service {
 	str := []string{"java.lang.String"}
-	return []Service{{
-		Interface: DemoInterface,
-		Methods: map[string][]Method{
+	return []provider.Service{{
+		Interface: UserInterface,
+		Methods: map[string][]provider.Method{
 			"getUser": {{ParamTypes: str, Func: func(_ context.Context, args []any) (any, error) {
 				id, err := stringArg(args, 0)
 				if err != nil {
 					return nil, err
 				}
-				return DemoUser(id), nil
+				return User(id), nil
 			}}},
 			"listUsers": {{ParamTypes: []string{"int"}, Func: func(_ context.Context, args []any) (any, error) {
 				n, err := intArg(args, 0)
@@ -59,18 +60,18 @@ func DemoServices() []Service {
 					return nil, err
 				}
 				if n < 0 || n > MaxListUsers {
-					return nil, Exception(classIllegalArgument, fmt.Sprintf("n must be between 0 and %d, got %d", MaxListUsers, n))
+					return nil, provider.Exception(illegalArgument, fmt.Sprintf("n must be between 0 and %d, got %d", MaxListUsers, n))
 				}
 				users := &hessian.List{Items: make([]any, n)}
 				for i := range users.Items {
-					users.Items[i] = DemoUser(strconv.Itoa(i + 1))
+					users.Items[i] = User(strconv.Itoa(i + 1))
 				}
 				return users, nil
 			}}},
-			"createUser": {{ParamTypes: []string{DemoUserClass}, Func: func(_ context.Context, args []any) (any, error) {
+			"createUser": {{ParamTypes: []string{UserClass}, Func: func(_ context.Context, args []any) (any, error) {
 				u, ok := args[0].(*hessian.Object)
 				if !ok || u == nil {
-					return nil, Exception(classIllegalArgument, fmt.Sprintf("createUser needs a %s, got %T", DemoUserClass, args[0]))
+					return nil, provider.Exception(illegalArgument, fmt.Sprintf("createUser needs a %s, got %T", UserClass, args[0]))
 				}
 				return u, nil
 			}}},
@@ -89,7 +90,7 @@ func DemoServices() []Service {
 				if err != nil {
 					return nil, err
 				}
-				return nil, Exception(DemoExceptionName, msg)
+				return nil, provider.Exception(ExceptionClass, msg)
 			}}},
 			"slow": {{ParamTypes: []string{"int"}, Func: func(ctx context.Context, args []any) (any, error) {
 				ms, err := intArg(args, 0)
@@ -98,7 +99,7 @@ func DemoServices() []Service {
 				}
 				d := time.Duration(ms) * time.Millisecond
 				if d < 0 || d > MaxSlow {
-					return nil, Exception(classIllegalArgument, fmt.Sprintf("millis must be between 0 and %d, got %d", MaxSlow.Milliseconds(), ms))
+					return nil, provider.Exception(illegalArgument, fmt.Sprintf("millis must be between 0 and %d, got %d", MaxSlow.Milliseconds(), ms))
 				}
 				t := time.NewTimer(d)
 				defer t.Stop()
@@ -106,17 +107,20 @@ func DemoServices() []Service {
 				case <-t.C:
 					return "slept " + strconv.Itoa(int(ms)) + "ms", nil
 				case <-ctx.Done():
-					return nil, Exception("java.lang.InterruptedException", "slow("+strconv.Itoa(int(ms))+") interrupted: "+ctx.Err().Error())
+					return nil, provider.Exception("java.lang.InterruptedException", "slow("+strconv.Itoa(int(ms))+") interrupted: "+ctx.Err().Error())
 				}
 			}}},
 		},
 	}}
 }
 
+// illegalArgument is the exception Java throws for a bad argument.
+const illegalArgument = "java.lang.IllegalArgumentException"
+
 func stringArg(args []any, i int) (string, error) {
 	s, ok := args[i].(string)
 	if !ok {
-		return "", Exception(classIllegalArgument, fmt.Sprintf("argument %d: want java.lang.String, got %T", i, args[i]))
+		return "", provider.Exception(illegalArgument, fmt.Sprintf("argument %d: want java.lang.String, got %T", i, args[i]))
 	}
 	return s, nil
 }
@@ -124,7 +128,7 @@ func stringArg(args []any, i int) (string, error) {
 func intArg(args []any, i int) (int32, error) {
 	n, ok := args[i].(int32)
 	if !ok {
-		return 0, Exception(classIllegalArgument, fmt.Sprintf("argument %d: want int, got %T", i, args[i]))
+		return 0, provider.Exception(illegalArgument, fmt.Sprintf("argument %d: want int, got %T", i, args[i]))
 	}
 	return n, nil
 }

@@ -1,4 +1,4 @@
-package dubbotest
+package provider
 
 import (
 	"reflect"

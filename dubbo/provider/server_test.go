@@ -1,4 +1,4 @@
-package dubbotest
+package provider_test
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbogw/dubbogw/demo"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
+	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/hessian"
 )
 
@@ -20,7 +22,7 @@ func TestTypedCalls(t *testing.T) {
 	c := dial(t, addr)
 
 	u := value(t, c.call("getUser", str, "7"))
-	if !reflect.DeepEqual(u, DemoUser("7")) {
+	if !reflect.DeepEqual(u, demo.User("7")) {
 		t.Errorf("getUser(7) = %#v", u)
 	}
 	if got := field(t, u, "email"); got != "7@example.com" {
@@ -28,18 +30,18 @@ func TestTypedCalls(t *testing.T) {
 	}
 
 	l, ok := value(t, c.call("listUsers", []string{"int"}, int32(3))).(*hessian.List)
-	if !ok || len(l.Items) != 3 || !reflect.DeepEqual(l.Items[2], DemoUser("3")) {
+	if !ok || len(l.Items) != 3 || !reflect.DeepEqual(l.Items[2], demo.User("3")) {
 		t.Errorf("listUsers(3) = %#v", l)
 	}
 	if l, _ := value(t, c.call("listUsers", []string{"int"}, int32(0))).(*hessian.List); l == nil || len(l.Items) != 0 {
 		t.Errorf("listUsers(0) = %#v", l)
 	}
-	if x := exception(t, c.call("listUsers", []string{"int"}, int32(-1))); x.Class != classIllegalArgument {
+	if x := exception(t, c.call("listUsers", []string{"int"}, int32(-1))); x.Class != "java.lang.IllegalArgumentException" {
 		t.Errorf("listUsers(-1) threw %v", x)
 	}
 
-	in := &hessian.Object{Class: DemoUserClass, Fields: []hessian.Field{{Name: "id", Value: "9"}, {Name: "name", Value: "Ada"}, {Name: "age", Value: int32(36)}, {Name: "email", Value: "ada@x"}}}
-	if got := value(t, c.call("createUser", []string{DemoUserClass}, in)); !reflect.DeepEqual(got, in) {
+	in := &hessian.Object{Class: demo.UserClass, Fields: []hessian.Field{{Name: "id", Value: "9"}, {Name: "name", Value: "Ada"}, {Name: "age", Value: int32(36)}, {Name: "email", Value: "ada@x"}}}
+	if got := value(t, c.call("createUser", []string{demo.UserClass}, in)); !reflect.DeepEqual(got, in) {
 		t.Errorf("createUser = %#v", got)
 	}
 
@@ -51,7 +53,7 @@ func TestTypedCalls(t *testing.T) {
 	}
 
 	x := exception(t, c.call("fail", str, "boom"))
-	if x.Class != DemoExceptionName || x.Message != "boom" {
+	if x.Class != demo.ExceptionClass || x.Message != "boom" {
 		t.Errorf("fail threw %v", x)
 	}
 
@@ -60,7 +62,7 @@ func TestTypedCalls(t *testing.T) {
 	}
 
 	// A wrong argument type is the method's IllegalArgumentException.
-	if x := exception(t, c.call("getUser", str, nil)); x.Class != classIllegalArgument {
+	if x := exception(t, c.call("getUser", str, nil)); x.Class != "java.lang.IllegalArgumentException" {
 		t.Errorf("getUser(null) threw %v", x)
 	}
 }
@@ -73,7 +75,7 @@ func TestGenericCalls(t *testing.T) {
 	if !ok || u.Type != "" {
 		t.Fatalf("generic getUser = %#v, want an untyped map", u)
 	}
-	want := []hessian.Entry{{Key: "class", Value: DemoUserClass}, {Key: "id", Value: "7"}, {Key: "name", Value: "user 7"}, {Key: "age", Value: int32(30)}, {Key: "email", Value: "7@example.com"}}
+	want := []hessian.Entry{{Key: "class", Value: demo.UserClass}, {Key: "id", Value: "7"}, {Key: "name", Value: "user 7"}, {Key: "age", Value: int32(30)}, {Key: "email", Value: "7@example.com"}}
 	if !reflect.DeepEqual(u.Entries, want) {
 		t.Errorf("generic getUser entries %#v", u.Entries)
 	}
@@ -82,7 +84,7 @@ func TestGenericCalls(t *testing.T) {
 	if !ok || len(l.Items) != 2 {
 		t.Fatalf("generic listUsers = %#v", l)
 	}
-	if cls := field(t, l.Items[1], "class"); cls != DemoUserClass {
+	if cls := field(t, l.Items[1], "class"); cls != demo.UserClass {
 		t.Errorf("list item class %v", cls)
 	}
 
@@ -92,20 +94,20 @@ func TestGenericCalls(t *testing.T) {
 	}
 
 	// A map with "class" is realized into that class, and comes back generalized.
-	arg := &hessian.Map{Entries: []hessian.Entry{{Key: "class", Value: DemoUserClass}, {Key: "id", Value: "5"}, {Key: "name", Value: "Bo"}}}
-	got, _ := value(t, c.generic("createUser", []string{DemoUserClass}, arg)).(*hessian.Map)
+	arg := &hessian.Map{Entries: []hessian.Entry{{Key: "class", Value: demo.UserClass}, {Key: "id", Value: "5"}, {Key: "name", Value: "Bo"}}}
+	got, _ := value(t, c.generic("createUser", []string{demo.UserClass}, arg)).(*hessian.Map)
 	if got == nil || !reflect.DeepEqual(got.Entries, arg.Entries) {
 		t.Errorf("generic createUser = %#v", got)
 	}
 	// A map without "class" is realized into the parameter's class.
 	arg = &hessian.Map{Entries: []hessian.Entry{{Key: "id", Value: "6"}}}
-	got, _ = value(t, c.generic("createUser", []string{DemoUserClass}, arg)).(*hessian.Map)
-	if got == nil || field(t, got, "class") != DemoUserClass || field(t, got, "id") != "6" {
+	got, _ = value(t, c.generic("createUser", []string{demo.UserClass}, arg)).(*hessian.Map)
+	if got == nil || field(t, got, "class") != demo.UserClass || field(t, got, "id") != "6" {
 		t.Errorf("generic createUser without class = %#v", got)
 	}
 
 	x := exception(t, c.generic("fail", str, "bad"))
-	if x.Class != DemoExceptionName || x.Message != "bad" {
+	if x.Class != demo.ExceptionClass || x.Message != "bad" {
 		t.Errorf("generic fail threw %v", x)
 	}
 	if got := value(t, c.generic("slow", []string{"int"}, int32(0))); got != "slept 0ms" {
@@ -113,7 +115,7 @@ func TestGenericCalls(t *testing.T) {
 	}
 
 	// $invokeAsync answers the same way.
-	resp := c.roundTrip(&protocol.Request{TwoWay: true, Path: DemoInterface, Method: protocol.MethodInvokeAsync, ParamTypes: protocol.GenericParamTypes,
+	resp := c.roundTrip(&protocol.Request{TwoWay: true, Path: demo.UserInterface, Method: protocol.MethodInvokeAsync, ParamTypes: protocol.GenericParamTypes,
 		Args: []any{"greet", &hessian.List{Type: "[string"}, &hessian.List{Type: "[object"}}})
 	if got := value(t, resp); got != "Hello, world" {
 		t.Errorf("$invokeAsync greet() = %v", got)
@@ -137,7 +139,7 @@ func TestOverloadResolution(t *testing.T) {
 		t.Errorf("generic getUser with null types = %v", got)
 	}
 	// JVM array names and source names are the same type.
-	svc := Service{Interface: "com.example.Arrays", Methods: map[string][]Method{
+	svc := provider.Service{Interface: "com.example.Arrays", Methods: map[string][]provider.Method{
 		"size": {
 			{ParamTypes: []string{"java.lang.String[]"}, Func: func(_ context.Context, args []any) (any, error) { return "strings", nil }},
 			{ParamTypes: []string{"int[]"}, Func: func(_ context.Context, args []any) (any, error) { return "ints", nil }},
@@ -161,20 +163,20 @@ func TestUnknownServiceAndMethod(t *testing.T) {
 	if resp.Status != protocol.StatusServiceNotFound || !strings.HasPrefix(resp.ErrorMessage, "Not found exported service: com.example.Nope:") {
 		t.Errorf("unknown service: %v %q", resp.Status, resp.ErrorMessage)
 	}
-	if !strings.Contains(resp.ErrorMessage, "may be version or group mismatch") || !strings.Contains(resp.ErrorMessage, DemoInterface) {
+	if !strings.Contains(resp.ErrorMessage, "may be version or group mismatch") || !strings.Contains(resp.ErrorMessage, demo.UserInterface) {
 		t.Errorf("message %q", resp.ErrorMessage)
 	}
 	// Version and group are part of the service's identity.
-	resp = c.roundTrip(&protocol.Request{TwoWay: true, Path: DemoInterface, Version: "2.0.0", Method: "greet"})
-	if resp.Status != protocol.StatusServiceNotFound || !strings.Contains(resp.ErrorMessage, DemoInterface+":2.0.0") {
+	resp = c.roundTrip(&protocol.Request{TwoWay: true, Path: demo.UserInterface, Version: "2.0.0", Method: "greet"})
+	if resp.Status != protocol.StatusServiceNotFound || !strings.Contains(resp.ErrorMessage, demo.UserInterface+":2.0.0") {
 		t.Errorf("wrong version: %v %q", resp.Status, resp.ErrorMessage)
 	}
-	resp = c.roundTrip(&protocol.Request{TwoWay: true, Path: DemoInterface, Method: "greet", Attachments: map[string]string{"group": "blue"}})
-	if resp.Status != protocol.StatusServiceNotFound || !strings.Contains(resp.ErrorMessage, "blue/"+DemoInterface) {
+	resp = c.roundTrip(&protocol.Request{TwoWay: true, Path: demo.UserInterface, Method: "greet", Attachments: map[string]string{"group": "blue"}})
+	if resp.Status != protocol.StatusServiceNotFound || !strings.Contains(resp.ErrorMessage, "blue/"+demo.UserInterface) {
 		t.Errorf("wrong group: %v %q", resp.Status, resp.ErrorMessage)
 	}
 	// Java's "0.0.0" is no version.
-	if got := value(t, c.roundTrip(&protocol.Request{TwoWay: true, Path: DemoInterface, Version: "0.0.0", Method: "greet"})); got != "Hello, world" {
+	if got := value(t, c.roundTrip(&protocol.Request{TwoWay: true, Path: demo.UserInterface, Version: "0.0.0", Method: "greet"})); got != "Hello, world" {
 		t.Errorf("version 0.0.0: %v", got)
 	}
 
@@ -186,21 +188,21 @@ func TestUnknownServiceAndMethod(t *testing.T) {
 		"generic unknown by name": c.generic("nope", []string{}),
 	} {
 		x := exception(t, resp)
-		if x.Class != classNoSuchMethod || !strings.Contains(x.Message, DemoInterface) {
+		if x.Class != "java.lang.NoSuchMethodException" || !strings.Contains(x.Message, demo.UserInterface) {
 			t.Errorf("%s: %v", name, x)
 		}
 	}
 	x := exception(t, c.generic("greet", str))
-	if x.Class != classRpc || !strings.Contains(x.Message, "args.length != types.length") {
+	if x.Class != "org.apache.dubbo.rpc.RpcException" || !strings.Contains(x.Message, "args.length != types.length") {
 		t.Errorf("generic with a type and no argument: %v", x)
 	}
 }
 
 func TestMethodErrors(t *testing.T) {
-	svc := Service{Interface: "com.example.Errors", Methods: map[string][]Method{
+	svc := provider.Service{Interface: "com.example.Errors", Methods: map[string][]provider.Method{
 		"plain": {{Func: func(context.Context, []any) (any, error) { return nil, errors.New("disk full") }}},
 		"wrapped": {{Func: func(context.Context, []any) (any, error) {
-			return nil, errors.Join(errors.New("context"), Exception("com.example.Oops", "wrapped"))
+			return nil, errors.Join(errors.New("context"), provider.Exception("com.example.Oops", "wrapped"))
 		}}},
 		"panics": {{Func: func(context.Context, []any) (any, error) { panic("kaboom") }}},
 		"null":   {{Func: func(context.Context, []any) (any, error) { return nil, nil }}},
@@ -208,9 +210,9 @@ func TestMethodErrors(t *testing.T) {
 	_, addr := startServer(t, nil, svc)
 	c := dial(t, addr)
 	for method, want := range map[string]hessian.Exception{
-		"plain":   {Class: classRuntime, Message: "disk full"},
+		"plain":   {Class: "java.lang.RuntimeException", Message: "disk full"},
 		"wrapped": {Class: "com.example.Oops", Message: "wrapped"},
-		"panics":  {Class: classRuntime, Message: "panic in panics(): kaboom"},
+		"panics":  {Class: "java.lang.RuntimeException", Message: "panic in panics(): kaboom"},
 	} {
 		x := exception(t, c.callService("com.example.Errors", method, nil))
 		if x.Class != want.Class || x.Message != want.Message {
@@ -248,8 +250,8 @@ func TestResponseAttachmentsFollowDubboVersion(t *testing.T) {
 }
 
 func TestAttachmentsReachTheMethod(t *testing.T) {
-	svc := Service{Interface: "com.example.Echo", Methods: map[string][]Method{
-		"trace": {{Func: func(ctx context.Context, _ []any) (any, error) { return Attachments(ctx)["trace"], nil }}},
+	svc := provider.Service{Interface: "com.example.Echo", Methods: map[string][]provider.Method{
+		"trace": {{Func: func(ctx context.Context, _ []any) (any, error) { return provider.Attachments(ctx)["trace"], nil }}},
 	}}
 	_, addr := startServer(t, nil, svc)
 	c := dial(t, addr)
@@ -290,8 +292,8 @@ func newBlocker() *blocker {
 	return &blocker{started: make(chan string, 100), release: make(chan struct{}), finished: make(chan string, 100)}
 }
 
-func (b *blocker) service() Service {
-	return Service{Interface: "com.example.Block", Methods: map[string][]Method{
+func (b *blocker) service() provider.Service {
+	return provider.Service{Interface: "com.example.Block", Methods: map[string][]provider.Method{
 		"block": {{ParamTypes: str, Func: func(ctx context.Context, args []any) (any, error) {
 			b.started <- args[0].(string)
 			defer func() { b.finished <- args[0].(string) }()
@@ -323,7 +325,7 @@ func blockRequest(name string) *protocol.Request {
 
 func TestConcurrencyLimit(t *testing.T) {
 	b := newBlocker()
-	s, addr := startServer(t, func(s *Server) { s.SetMaxInFlight(2) }, b.service())
+	s, addr := startServer(t, func(s *provider.Server) { s.SetMaxInFlight(2) }, b.service())
 	c := dial(t, addr)
 	id1 := c.send(blockRequest("a"))
 	id2 := c.send(blockRequest("b"))
@@ -359,7 +361,7 @@ func TestCallsRunConcurrently(t *testing.T) {
 	started.Add(n)
 	all := make(chan struct{})
 	go func() { started.Wait(); close(all) }()
-	svc := Service{Interface: "com.example.Barrier", Methods: map[string][]Method{
+	svc := provider.Service{Interface: "com.example.Barrier", Methods: map[string][]provider.Method{
 		"meet": {{ParamTypes: []string{"int"}, Func: func(ctx context.Context, args []any) (any, error) {
 			started.Done()
 			select {
@@ -445,9 +447,9 @@ func TestUndecodableBodyIsBadRequest(t *testing.T) {
 }
 
 func TestOversizedRequestIsRefusedAndDisconnected(t *testing.T) {
-	_, addr := startServer(t, func(s *Server) { s.SetMaxPayload(1024) })
+	_, addr := startServer(t, func(s *provider.Server) { s.SetMaxPayload(1024) })
 	c := dial(t, addr)
-	c.send(&protocol.Request{TwoWay: true, Path: DemoInterface, Method: "greet", ParamTypes: "Ljava/lang/String;", Args: []any{strings.Repeat("x", 2000)}})
+	c.send(&protocol.Request{TwoWay: true, Path: demo.UserInterface, Method: "greet", ParamTypes: "Ljava/lang/String;", Args: []any{strings.Repeat("x", 2000)}})
 	resp := c.response()
 	if resp.Status != protocol.StatusBadRequest || !strings.Contains(resp.ErrorMessage, "max payload: 1024") {
 		t.Errorf("oversized request: %+v", resp)
@@ -456,7 +458,7 @@ func TestOversizedRequestIsRefusedAndDisconnected(t *testing.T) {
 }
 
 func TestOversizedResponseIsBadResponse(t *testing.T) {
-	_, addr := startServer(t, func(s *Server) { s.SetMaxPayload(2048) })
+	_, addr := startServer(t, func(s *provider.Server) { s.SetMaxPayload(2048) })
 	c := dial(t, addr)
 	resp := c.call("listUsers", []string{"int"}, int32(100))
 	if resp.Status != protocol.StatusBadResponse || !strings.Contains(resp.ErrorMessage, "Data length too large") {
@@ -470,7 +472,7 @@ func TestOversizedResponseIsBadResponse(t *testing.T) {
 func TestCloseSendsReadonlyAndDrains(t *testing.T) {
 	base := numGoroutine()
 	b := newBlocker()
-	s := NewServer(testLogger(t))
+	s := provider.NewServer(testLogger(t))
 	s.Register(b.service())
 	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
 	if err != nil {
@@ -520,7 +522,7 @@ func TestCloseSendsReadonlyAndDrains(t *testing.T) {
 func TestCloseGivesUpWhenContextEnds(t *testing.T) {
 	base := numGoroutine()
 	b := newBlocker() // never released: the call ends when Close cancels it
-	s := NewServer(testLogger(t))
+	s := provider.NewServer(testLogger(t))
 	s.Register(b.service())
 	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
 	if err != nil {
@@ -546,8 +548,8 @@ func TestCloseGivesUpWhenContextEnds(t *testing.T) {
 
 func TestGoroutinesEndWithClose(t *testing.T) {
 	base := numGoroutine()
-	s := NewServer(nil)
-	for _, svc := range DemoServices() {
+	s := provider.NewServer(nil)
+	for _, svc := range demo.DubboServices() {
 		s.Register(svc)
 	}
 	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
@@ -583,10 +585,10 @@ func TestGoroutinesEndWithClose(t *testing.T) {
 }
 
 func TestRegisterRejectsBadTypes(t *testing.T) {
-	for name, svc := range map[string]Service{
-		"bad type":  {Interface: "x.Y", Methods: map[string][]Method{"m": {{ParamTypes: []string{"not a type"}, Func: func(context.Context, []any) (any, error) { return nil, nil }}}}},
-		"no func":   {Interface: "x.Y", Methods: map[string][]Method{"m": {{}}}},
-		"twice":     {Interface: "x.Y", Methods: map[string][]Method{"m": {{Func: func(context.Context, []any) (any, error) { return nil, nil }}, {Func: func(context.Context, []any) (any, error) { return nil, nil }}}}},
+	for name, svc := range map[string]provider.Service{
+		"bad type":  {Interface: "x.Y", Methods: map[string][]provider.Method{"m": {{ParamTypes: []string{"not a type"}, Func: func(context.Context, []any) (any, error) { return nil, nil }}}}},
+		"no func":   {Interface: "x.Y", Methods: map[string][]provider.Method{"m": {{}}}},
+		"twice":     {Interface: "x.Y", Methods: map[string][]provider.Method{"m": {{Func: func(context.Context, []any) (any, error) { return nil, nil }}, {Func: func(context.Context, []any) (any, error) { return nil, nil }}}}},
 		"interface": {},
 	} {
 		func() {
@@ -595,7 +597,7 @@ func TestRegisterRejectsBadTypes(t *testing.T) {
 					t.Errorf("%s: Register did not panic", name)
 				}
 			}()
-			NewServer(nil).Register(svc)
+			provider.NewServer(nil).Register(svc)
 		}()
 	}
 }
@@ -604,8 +606,8 @@ func TestRegisterRejectsBadTypes(t *testing.T) {
 // cannot hold Close up past its ctx.
 func TestCloseCutsOffConsumersThatDoNotRead(t *testing.T) {
 	base := numGoroutine()
-	s := NewServer(testLogger(t))
-	for _, svc := range DemoServices() {
+	s := provider.NewServer(testLogger(t))
+	for _, svc := range demo.DubboServices() {
 		s.Register(svc)
 	}
 	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
@@ -615,7 +617,7 @@ func TestCloseCutsOffConsumersThatDoNotRead(t *testing.T) {
 	c := dial(t, addr.String())
 	var frames []byte
 	for i := range 300 { // about 15 MB of answers, more than socket buffers hold
-		f, _ := protocol.AppendRequest(nil, c.e, &protocol.Request{ID: uint64(i), TwoWay: true, Path: DemoInterface, Method: "listUsers", ParamTypes: "I", Args: []any{int32(MaxListUsers)}})
+		f, _ := protocol.AppendRequest(nil, c.e, &protocol.Request{ID: uint64(i), TwoWay: true, Path: demo.UserInterface, Method: "listUsers", ParamTypes: "I", Args: []any{int32(demo.MaxListUsers)}})
 		frames = append(frames, f...)
 	}
 	c.write(frames)
