@@ -28,6 +28,7 @@ import (
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/redisclient"
 	"github.com/dubbogw/dubbogw/registry"
+	"github.com/dubbogw/dubbogw/registry/zookeeper"
 	"github.com/dubbogw/dubbogw/router"
 )
 
@@ -358,7 +359,7 @@ func newRegistry(c *config.Registry, d deps) (registry.Registry, error) {
 		if d.offline {
 			return registry.NewStatic(nil)
 		}
-		return registry.NewZooKeeper(registry.ZooKeeperOptions{
+		return zookeeper.New(zookeeper.Options{
 			Addrs:          config.ZooKeeperAddrs(c.Address),
 			Root:           c.Root,
 			SessionTimeout: c.SessionTimeout.D(),

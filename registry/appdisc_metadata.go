@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,14 @@ type ServiceInfo struct {
 	Port                                 int
 	Params                               map[string]string
 }
+
+// MetadataFetcher calls an instance's MetadataService:
+// getMetadataInfo(inst.Revision) on inst.MetadataServiceAddr(), group
+// inst.MetadataServiceGroup(), version 1.0.0. It must return by ctx's
+// deadline. A registry doing application-level discovery uses one for the
+// instances that keep their metadata themselves (storage "local");
+// dubbo/metadataservice provides it over the gateway's Dubbo client.
+type MetadataFetcher func(ctx context.Context, inst *Instance) (*MetadataInfo, error)
 
 // Key is the service key the service answers to: its name (the interface)
 // with its group and version.

@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
 )
+
+// testLogger logs at info level into the test's output.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
 
 // staticOf is a static registry listing one provider of each interface
 // com.example.S0 … S<n-1>.

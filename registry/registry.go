@@ -224,17 +224,23 @@ func (d *Directory) Set(ps []*cluster.Provider) {
 	d.markReady()
 }
 
-// setWithOrigins is Set, recording where each provider was found.
-func (d *Directory) setWithOrigins(ps []*cluster.Provider, origins map[string]ProviderOrigin) {
+// SetWithOrigins is Set for a registry that says where it found each
+// provider: origins maps a provider's address to its origin (the
+// directory owns it too). A registry with a single kind of source calls
+// Set instead.
+func (d *Directory) SetWithOrigins(ps []*cluster.Provider, origins map[string]ProviderOrigin) {
 	d.origin.Store(&origins)
 	d.Set(ps)
 }
 
 // Origin says where the registry found the provider at addr (empty when
 // the registry does not say).
-func (d *Directory) Origin(addr string) ProviderOrigin { return d.origins()[addr] }
+func (d *Directory) Origin(addr string) ProviderOrigin { return d.Origins()[addr] }
 
-func (d *Directory) origins() map[string]ProviderOrigin {
+// Origins is the map SetWithOrigins last published, nil when the registry
+// does not say; callers must not modify it. A registry compares it with
+// the origins it would set, to publish nothing when nothing changed.
+func (d *Directory) Origins() map[string]ProviderOrigin {
 	if m := d.origin.Load(); m != nil {
 		return *m
 	}

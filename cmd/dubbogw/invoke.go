@@ -19,6 +19,7 @@ import (
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 	"github.com/dubbogw/dubbogw/registry"
+	"github.com/dubbogw/dubbogw/registry/zookeeper"
 )
 
 const invokeUsage = `usage: dubbogw invoke (--addr HOST:PORT | --registry zookeeper://HOST:PORT[,HOST:PORT][/ROOT]) [flags] INTERFACE.METHOD [JSON_ARG ...]
@@ -213,7 +214,7 @@ func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey, cl
 		root = config.DefaultZooKeeperRoot
 	}
 	deadline, _ := ctx.Deadline()
-	reg, err := registry.NewZooKeeper(registry.ZooKeeperOptions{
+	reg, err := zookeeper.New(zookeeper.Options{
 		Addrs: config.ZooKeeperAddrs(hosts), Root: root, Timeout: time.Until(deadline),
 		SessionTimeout: time.Duration(config.DefaultZooKeeperSessionTimeout), Logger: slog.New(slog.DiscardHandler),
 		Metadata: metadataservice.Fetcher(client), MetadataTimeout: time.Until(deadline) / 2,

@@ -1,4 +1,4 @@
-package registry
+package zookeeper
 
 import (
 	"fmt"
@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/internal/testenv"
+	"github.com/dubbogw/dubbogw/registry"
 	"github.com/go-zookeeper/zk"
 )
 
 func TestNewZooKeeperRejectsBadOptions(t *testing.T) {
 	for _, addrs := range [][]string{nil, {"nohost"}, {":2181"}, {"h:port"}, {"h:0"}} {
-		if _, err := NewZooKeeper(ZooKeeperOptions{Addrs: addrs}); err == nil {
+		if _, err := New(Options{Addrs: addrs}); err == nil {
 			t.Errorf("addrs %q accepted", addrs)
 		}
 	}
@@ -41,10 +42,10 @@ func TestZooKeeperProvidersFromNodes(t *testing.T) {
 	// Ignored without a word: Dubbo's "no provider" marker.
 	e.addNode(e.admin, e.nodePath(iface, "providers"), url.QueryEscape("empty://10.0.0.1/"+iface+"?category=providers"), 0)
 
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group})
-	v1 := r.Subscribe(ServiceKey{iface, "", "1.0.0"})
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group})
+	v1 := r.Subscribe(registry.ServiceKey{Interface: iface, Version: "1.0.0"})
 	defer v1.Release()
-	any := r.Subscribe(ServiceKey{iface, "*", "*"})
+	any := r.Subscribe(registry.ServiceKey{Interface: iface, Group: "*", Version: "*"})
 	defer any.Release()
 	waitReady(t, v1)
 	waitReady(t, any)
@@ -63,14 +64,14 @@ func TestZooKeeperProvidersFromNodes(t *testing.T) {
 	}
 
 	// A key subscribed later is served from the interface's watches.
-	g1 := r.Subscribe(ServiceKey{iface, "g1", "1.0.0"})
+	g1 := r.Subscribe(registry.ServiceKey{Interface: iface, Group: "g1", Version: "1.0.0"})
 	defer g1.Release()
 	waitReady(t, g1)
 	if got := addrsOf(g1.Providers()); !slices.Equal(got, []string{"10.0.0.3:20880"}) {
 		t.Errorf("g1: %v", got)
 	}
 	st := r.Status()
-	if st.Type != "zookeeper" || st.State != StateConnected || st.Degraded || st.Subscriptions != 3 || st.Watches != 2 {
+	if st.Type != "zookeeper" || st.State != registry.StateConnected || st.Degraded || st.Subscriptions != 3 || st.Watches != 2 {
 		t.Errorf("status %+v", st)
 	}
 	for _, kind := range []string{"providers", "configurators"} {
@@ -100,14 +101,14 @@ func TestZooKeeperProvidersFromNodes(t *testing.T) {
 
 func TestZooKeeperMissingOrEmptyProvidersNode(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group})
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group})
 
 	// No node at all: an answer (no providers), not a pending directory.
 	const missing = "com.example.Missing"
-	d := r.Subscribe(ServiceKey{Interface: missing})
+	d := r.Subscribe(registry.ServiceKey{Interface: missing})
 	defer d.Release()
 	waitReady(t, d)
-	if d.State() != DirOK || len(d.Providers()) != 0 {
+	if d.State() != registry.DirOK || len(d.Providers()) != 0 {
 		t.Fatalf("missing node: state %s, %d providers", d.State(), len(d.Providers()))
 	}
 	// Its creation is watched (ExistsW), and so is the next change.
@@ -118,10 +119,10 @@ func TestZooKeeperMissingOrEmptyProvidersNode(t *testing.T) {
 	// Only Dubbo's empty:// marker: no providers, answered.
 	const empty = "com.example.Empty"
 	e.addNode(e.admin, e.nodePath(empty, "providers"), url.QueryEscape("empty://10.0.0.1/"+empty+"?category=providers"), 0)
-	d2 := r.Subscribe(ServiceKey{Interface: empty})
+	d2 := r.Subscribe(registry.ServiceKey{Interface: empty})
 	defer d2.Release()
 	waitReady(t, d2)
-	if d2.State() != DirOK || len(d2.Providers()) != 0 || r.SkippedURLs() != 0 {
+	if d2.State() != registry.DirOK || len(d2.Providers()) != 0 || r.SkippedURLs() != 0 {
 		t.Fatalf("empty marker: state %s, %d providers, %d skipped", d2.State(), len(d2.Providers()), r.SkippedURLs())
 	}
 }
@@ -132,8 +133,8 @@ func TestZooKeeperConfigurators(t *testing.T) {
 	for _, addr := range []string{"10.0.0.1:20880", "10.0.0.1:20881", "10.0.0.2:20880"} {
 		e.addProvider(e.admin, iface, addr, "version=1.0.0", 0)
 	}
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group})
-	d := r.Subscribe(ServiceKey{iface, "", "1.0.0"})
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface, Version: "1.0.0"})
 	defer d.Release()
 	waitReady(t, d)
 
@@ -172,13 +173,13 @@ func TestZooKeeperConfigurators(t *testing.T) {
 func TestZooKeeperWatchesDoNotGrow(t *testing.T) {
 	server := testenv.StartZooKeeper(t) // alone on it, child watches can be counted too
 	e := newZKEnv(t, server.Addr())
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Grace: -1})
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Grace: -1})
 	const iface = "com.example.NobodyProvidesThis"
-	key := ServiceKey{iface, "", "1.0.0"}
+	key := registry.ServiceKey{Interface: iface, Version: "1.0.0"}
 	providers, configurators := e.nodePath(iface, "providers"), e.nodePath(iface, "configurators")
 	want := []string{configurators, providers}
 
-	held := make([]*Directory, 1000)
+	held := make([]*registry.Directory, 1000)
 	for i := range held {
 		held[i] = r.Subscribe(key)
 	}
@@ -212,10 +213,10 @@ func TestZooKeeperWatchesDoNotGrow(t *testing.T) {
 		r.Subscribe(key).Release()
 	}
 	d := r.Subscribe(key)
-	other := r.Subscribe(ServiceKey{iface, "", "2.0.0"})
+	other := r.Subscribe(registry.ServiceKey{Interface: iface, Version: "2.0.0"})
 	waitReady(t, d)
 	waitReady(t, other)
-	r.waitUntil(t, "both directories answered", func() bool { return d.State() == DirOK && other.State() == DirOK })
+	r.waitUntil(t, "both directories answered", func() bool { return d.State() == registry.DirOK && other.State() == registry.DirOK })
 	if got := watchedPaths(t, e.addr, session, e.root+"/"+iface+"/"); !slices.Equal(got, want) {
 		t.Fatalf("after 1,000 subscribe/release cycles ZooKeeper watches %v, want %v", got, want)
 	}
@@ -239,7 +240,7 @@ func TestZooKeeperWatchesDoNotGrow(t *testing.T) {
 	})
 	// The worker is sequential: once another subscription is answered, what
 	// it did with the event, if anything, is done.
-	probe := r.Subscribe(ServiceKey{Interface: "com.example.Probe"})
+	probe := r.Subscribe(registry.ServiceKey{Interface: "com.example.Probe"})
 	waitReady(t, probe)
 	probe.Release()
 	if p, f := r.armCount(providers), r.fireCount(providers); p != 1 || f != 0 {
@@ -267,8 +268,8 @@ func TestZooKeeperProviderChurn(t *testing.T) {
 	server := testenv.StartZooKeeper(t) // alone on it, child watches can be counted
 	e := newZKEnv(t, server.Addr())
 	const iface = "com.example.Churn"
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group})
-	d := r.Subscribe(ServiceKey{Interface: iface})
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
 	defer d.Release()
 	waitReady(t, d)
 
@@ -356,10 +357,10 @@ func TestZooKeeperConsumerRegistration(t *testing.T) {
 	const iface = "com.example.Registered"
 	e.ensure(e.nodePath(iface, "providers")) // consumers register under interfaces that have one
 	goroutines := runtime.NumGoroutine()
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Register: true, Grace: -1, Application: "gw-test"})
-	withGroup := r.Subscribe(ServiceKey{iface, "g", "1.0.0"})
-	plain := r.Subscribe(ServiceKey{Interface: iface})
-	plain2 := r.Subscribe(ServiceKey{Interface: iface}) // the same key: still one node
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Register: true, Grace: -1, Application: "gw-test"})
+	withGroup := r.Subscribe(registry.ServiceKey{Interface: iface, Group: "g", Version: "1.0.0"})
+	plain := r.Subscribe(registry.ServiceKey{Interface: iface})
+	plain2 := r.Subscribe(registry.ServiceKey{Interface: iface}) // the same key: still one node
 	r.waitUntil(t, "two consumers registered", func() bool { return r.Status().Registered == 2 })
 
 	consumers := e.nodePath(iface, "consumers")
@@ -407,14 +408,14 @@ func TestZooKeeperConsumerRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitGone(byGroup["g"])
-	if st := r.Status(); st.State != StateClosed || st.Registered != 0 || st.Watches != 0 {
+	if st := r.Status(); st.State != registry.StateClosed || st.Registered != 0 || st.Watches != 0 {
 		t.Errorf("status after Close: %+v", st)
 	}
 	if n := runtime.NumGoroutine(); n > goroutines {
 		buf := make([]byte, 1<<20)
 		t.Errorf("%d goroutines after Close, %d before the registry:\n%s", n, goroutines, buf[:runtime.Stack(buf, true)])
 	}
-	late := r.Subscribe(ServiceKey{Interface: iface})
+	late := r.Subscribe(registry.ServiceKey{Interface: iface})
 	select {
 	case <-late.Ready():
 	default:
@@ -437,17 +438,17 @@ func TestZooKeeperSessionExpiry(t *testing.T) {
 		e.addProvider(e.admin, iface, "10.2.0.1:20880", "", 0)
 		e.addProvider(e.admin, iface, "10.2.0.2:20880", "", 0)
 	}
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{proxy.Addr()}, Root: e.group,
+	r := startRegistry(t, Options{Addrs: []string{proxy.Addr()}, Root: e.group,
 		SessionTimeout: 2 * time.Second, Timeout: time.Second, Register: true})
-	var dirs []*Directory
+	var dirs []*registry.Directory
 	for _, iface := range ifaces {
-		d := r.Subscribe(ServiceKey{Interface: iface})
+		d := r.Subscribe(registry.ServiceKey{Interface: iface})
 		defer d.Release()
 		dirs = append(dirs, d)
 	}
 	allOK := func() bool {
 		for _, d := range dirs {
-			if d.State() != DirOK {
+			if d.State() != registry.DirOK {
 				return false
 			}
 		}
@@ -466,7 +467,7 @@ func TestZooKeeperSessionExpiry(t *testing.T) {
 	proxy.Pause()
 	r.waitUntil(t, "degraded", func() bool {
 		st := r.Status()
-		return st.Degraded && st.State == StateDisconnected && dirs[0].State() == DirStale && dirs[1].State() == DirStale
+		return st.Degraded && st.State == registry.StateDisconnected && dirs[0].State() == registry.DirStale && dirs[1].State() == registry.DirStale
 	})
 	for _, d := range dirs {
 		if len(d.Providers()) != 2 {
@@ -481,7 +482,7 @@ func TestZooKeeperSessionExpiry(t *testing.T) {
 	proxy.Resume()
 	r.waitUntil(t, "back on a new session", func() bool {
 		st := r.Status()
-		return st.SessionExpiries == 1 && st.State == StateConnected && !st.Degraded && st.Registered == 2 &&
+		return st.SessionExpiries == 1 && st.State == registry.StateConnected && !st.Degraded && st.Registered == 2 &&
 			allOK() && len(dirs[0].Providers()) == 3
 	})
 	newSession := r.sessionID()
@@ -526,9 +527,9 @@ func TestZooKeeperRestart(t *testing.T) {
 	const iface = "com.example.Restarted"
 	e.addProvider(e.admin, iface, "10.3.0.1:20880", "", 0)
 	e.addProvider(e.admin, iface, "10.3.0.2:20880", "", 0)
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{server.Addr()}, Root: e.group,
+	r := startRegistry(t, Options{Addrs: []string{server.Addr()}, Root: e.group,
 		SessionTimeout: 4 * time.Second, Timeout: time.Second})
-	d := r.Subscribe(ServiceKey{Interface: iface})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
 	defer d.Release()
 	waitReady(t, d)
 	if len(d.Providers()) != 2 {
@@ -538,12 +539,12 @@ func TestZooKeeperRestart(t *testing.T) {
 	server.Stop()
 	r.waitUntil(t, "degraded", func() bool {
 		st := r.Status()
-		return st.Degraded && st.State == StateDisconnected && d.State() == DirStale
+		return st.Degraded && st.State == registry.StateDisconnected && d.State() == registry.DirStale
 	})
 	if len(d.Providers()) != 2 {
 		t.Fatalf("providers while ZooKeeper is down: %v", addrsOf(d.Providers()))
 	}
-	late := r.Subscribe(ServiceKey{Interface: "com.example.AskedWhileDown"})
+	late := r.Subscribe(registry.ServiceKey{Interface: "com.example.AskedWhileDown"})
 	defer late.Release()
 	select {
 	case <-late.Ready():
@@ -559,7 +560,7 @@ func TestZooKeeperRestart(t *testing.T) {
 	e.addProvider(e.admin, iface, "10.3.0.3:20880", "", 0)
 	r.waitUntil(t, "current again", func() bool {
 		st := r.Status()
-		return st.State == StateConnected && !st.Degraded && d.State() == DirOK && len(d.Providers()) == 3 && late.State() == DirOK
+		return st.State == registry.StateConnected && !st.Degraded && d.State() == registry.DirOK && len(d.Providers()) == 3 && late.State() == registry.DirOK
 	})
 	// ZooKeeper restored the session from its data directory: the client
 	// re-sent its watches, so nothing was armed again but what fired.
@@ -571,7 +572,7 @@ func TestZooKeeperRestart(t *testing.T) {
 	}
 }
 
-// TestZooKeeperUnreachableAtStart: NewZooKeeper does not wait for
+// TestZooKeeperUnreachableAtStart: New does not wait for
 // ZooKeeper, directories stop waiting after Timeout, and everything fills
 // in when it answers.
 func TestZooKeeperUnreachableAtStart(t *testing.T) {
@@ -582,15 +583,15 @@ func TestZooKeeperUnreachableAtStart(t *testing.T) {
 	proxy := testenv.StartProxy(t, addr)
 	proxy.Pause()
 
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{proxy.Addr()}, Root: e.group, Timeout: 300 * time.Millisecond})
-	d := r.Subscribe(ServiceKey{Interface: iface})
+	r := startRegistry(t, Options{Addrs: []string{proxy.Addr()}, Root: e.group, Timeout: 300 * time.Millisecond})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
 	defer d.Release()
 	waitReady(t, d) // after Timeout without a session
 	r.waitUntil(t, "reported unreachable", func() bool { return r.Status().Degraded })
-	if st := r.Status(); len(d.Providers()) != 0 || st.State != StateConnecting || st.Error == "" {
+	if st := r.Status(); len(d.Providers()) != 0 || st.State != registry.StateConnecting || st.Error == "" {
 		t.Fatalf("unreachable: directory %v, status %+v", addrsOf(d.Providers()), st)
 	}
-	d2 := r.Subscribe(ServiceKey{Interface: iface, Version: "2.0.0"})
+	d2 := r.Subscribe(registry.ServiceKey{Interface: iface, Version: "2.0.0"})
 	defer d2.Release()
 	select {
 	case <-d2.Ready():
@@ -601,7 +602,7 @@ func TestZooKeeperUnreachableAtStart(t *testing.T) {
 	proxy.Resume()
 	r.waitUntil(t, "connected and answered", func() bool {
 		st := r.Status()
-		return st.State == StateConnected && !st.Degraded && st.Error == "" && d.State() == DirOK && len(d.Providers()) == 1 && d2.State() == DirOK
+		return st.State == registry.StateConnected && !st.Degraded && st.Error == "" && d.State() == registry.DirOK && len(d.Providers()) == 1 && d2.State() == registry.DirOK
 	})
 }
 
@@ -618,28 +619,28 @@ func TestZooKeeperDigestAuth(t *testing.T) {
 	}
 	e.addProvider(e.admin, iface, "10.5.0.1:20880", "", 0)
 
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Username: "gw", Password: "secret",
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Username: "gw", Password: "secret",
 		Grace: -1, WatchGC: 50 * time.Millisecond})
-	d := r.Subscribe(ServiceKey{Interface: iface})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
 	defer d.Release()
 	waitReady(t, d)
-	if d.State() != DirOK || len(d.Providers()) != 1 {
+	if d.State() != registry.DirOK || len(d.Providers()) != 1 {
 		t.Fatalf("with credentials: %s %v", d.State(), addrsOf(d.Providers()))
 	}
 	// A recycled session authenticates too: the protected node is
 	// listed and watched on it.
-	orphaned := r.Subscribe(ServiceKey{Interface: "com.example.Released"})
+	orphaned := r.Subscribe(registry.ServiceKey{Interface: "com.example.Released"})
 	waitReady(t, orphaned)
 	orphaned.Release()
 	r.waitUntil(t, "recycled", func() bool { return r.Status().SessionRecycles == 1 })
 	e.addProvider(e.admin, iface, "10.5.0.2:20880", "", 0)
 	r.waitUntil(t, "a provider added after the recycle seen", func() bool { return len(d.Providers()) == 2 })
-	if st := r.Status(); d.State() != DirOK || st.Error != "" || st.Watches != 2 {
+	if st := r.Status(); d.State() != registry.DirOK || st.Error != "" || st.Watches != 2 {
 		t.Fatalf("after the recycle: directory %s, status %+v", d.State(), st)
 	}
 
-	anonymous := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group})
-	d2 := anonymous.Subscribe(ServiceKey{Interface: iface})
+	anonymous := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group})
+	d2 := anonymous.Subscribe(registry.ServiceKey{Interface: iface})
 	defer d2.Release()
 	waitReady(t, d2) // a failed listing stops the wait
 	anonymous.waitUntil(t, "the failure is reported", func() bool { return strings.Contains(anonymous.Status().Error, "not authenticated") })

@@ -1,4 +1,4 @@
-package registry
+package zookeeper
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/registry"
 )
 
 // This file turns the children of an interface's providers and
@@ -19,9 +20,9 @@ import (
 // providerNode is one usable child of a providers node, parsed once when
 // it first appears and kept while it stays.
 type providerNode struct {
-	name       string            // the child's name, URL-encoded as listed
-	url        *ProviderURL      // the decoded URL
-	provider   *cluster.Provider // as the URL says, before overrides
+	name       string                // the child's name, URL-encoded as listed
+	url        *registry.ProviderURL // the decoded URL
+	provider   *cluster.Provider     // as the URL says, before overrides
 	host, port string
 	// app and revision name the application instance metadata the node
 	// was made from; empty for an interface-level node.
@@ -39,7 +40,7 @@ func parseProviderNode(name string) (*providerNode, string) {
 	if strings.HasPrefix(raw, "empty://") {
 		return nil, ""
 	}
-	u, err := ParseProviderURL(raw)
+	u, err := registry.ParseProviderURL(raw)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -48,7 +49,7 @@ func parseProviderNode(name string) (*providerNode, string) {
 
 // newProviderNode checks that this gateway can call the provider u names
 // and parses it; name identifies it among the nodes of an interface.
-func newProviderNode(name string, u *ProviderURL) (*providerNode, string) {
+func newProviderNode(name string, u *registry.ProviderURL) (*providerNode, string) {
 	if u.Protocol != "dubbo" {
 		return nil, fmt.Sprintf("protocol %q: only dubbo is spoken", u.Protocol)
 	}
@@ -197,7 +198,7 @@ type overridden struct {
 // per address, in address order. A provider keeps its node's
 // *cluster.Provider when no override changes it; a reweighted one is taken
 // from prev when it was built before, and recorded in next either way.
-func buildSnapshot(key ServiceKey, nodes []*providerNode, overrides []*override, prev, next map[overridden]*cluster.Provider) []*cluster.Provider {
+func buildSnapshot(key registry.ServiceKey, nodes []*providerNode, overrides []*override, prev, next map[overridden]*cluster.Provider) []*cluster.Provider {
 	out := make([]*cluster.Provider, 0, len(nodes))
 	for _, n := range nodes {
 		if !n.url.Matches(key) {
@@ -240,7 +241,7 @@ func buildSnapshot(key ServiceKey, nodes []*providerNode, overrides []*override,
 
 // consumerURL is the URL the gateway registers under a service's consumers
 // node, as a Java consumer of key would.
-func consumerURL(host string, key ServiceKey, application string, timestampMs int64, pid int) string {
+func consumerURL(host string, key registry.ServiceKey, application string, timestampMs int64, pid int) string {
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}

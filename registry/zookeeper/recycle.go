@@ -1,4 +1,4 @@
-package registry
+package zookeeper
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 )
 
 // This file is the worker's session recycle, which clears orphan watches
-// (see the comment at the top of zookeeper_worker.go).
+// (see the comment at the top of worker.go).
 
 // collectOrphans starts a session recycle when one is due, and carries on
 // with the one under way once its new session is up (or gives it up).

@@ -1,4 +1,4 @@
-package registry
+package zookeeper
 
 import (
 	"bytes"
@@ -9,11 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dubbogw/dubbogw/registry"
 	"github.com/go-zookeeper/zk"
 )
 
 // This file is the worker's application-level discovery (Dubbo 3 "service
-// discovery"), next to the interface-level nodes of zookeeper_worker.go:
+// discovery"), next to the interface-level nodes of worker.go:
 //
 //	/<root>/mapping/<interface>      data "app1,app2": the applications serving the interface
 //	<services>/<app>/<ip:port>        one instance of the application (Curator's JSON)
@@ -21,7 +22,7 @@ import (
 // and the instance's metadata, which says which services (interface,
 // group, version, protocol, port) the instance serves: by calling the
 // instance's MetadataService (storage "local", through
-// ZooKeeperOptions.Metadata) or, for storage "remote", from
+// Options.Metadata) or, for storage "remote", from
 // /<root>/metadata/<app>/<revision> (Java Dubbo) or /<root>/<app>/<revision>
 // (dubbo-go). An interface watches its mapping node; an application
 // watched for any interface is watched once, with a data watch on each of
@@ -45,8 +46,8 @@ type instanceState struct {
 	watch *pathWatch // <services>/<app>/<child>, data
 	seen  bool       // raw holds the node's data last read
 	raw   []byte
-	inst  *Instance  // parsed from raw; nil when unusable or gone
-	meta  *metaEntry // the metadata of inst's revision
+	inst  *registry.Instance // parsed from raw; nil when unusable or gone
+	meta  *metaEntry         // the metadata of inst's revision
 	// nodes are the providers the instance offers, from the last metadata
 	// known: those of the previous revision until the new one's is known.
 	nodes []*providerNode
@@ -77,7 +78,7 @@ type metaKey struct{ app, instance, revision string }
 type metaEntry struct {
 	key      metaKey
 	users    int // live instances whose metadata this is
-	info     *MetadataInfo
+	info     *registry.MetadataInfo
 	fetching bool
 	failures int
 	retryAt  time.Time
@@ -88,7 +89,7 @@ type metaEntry struct {
 // metaResult is what a metadata fetch returns to the worker.
 type metaResult struct {
 	entry *metaEntry
-	info  *MetadataInfo
+	info  *registry.MetadataInfo
 	err   error
 }
 
@@ -233,7 +234,7 @@ func (w *zkWorker) setInstance(a *appState, in *instanceState, data []byte, exis
 		return // unchanged (re-read after a reconnection or a recycle): nothing to count or log again
 	}
 	in.seen, in.raw = true, data
-	inst, err := ParseInstance(data)
+	inst, err := registry.ParseInstance(data)
 	if err != nil {
 		w.z.skipped.Add(1)
 		w.z.log.Warn("skipping an application instance", "app", a.name, "instance", in.child, "err", err)
@@ -280,7 +281,7 @@ func (w *zkWorker) applyMetadata(a *appState, in *instanceState) {
 }
 
 // instanceNodes are the providers in offers according to its metadata.
-func (w *zkWorker) instanceNodes(a *appState, in *instanceState, info *MetadataInfo) []*providerNode {
+func (w *zkWorker) instanceNodes(a *appState, in *instanceState, info *registry.MetadataInfo) []*providerNode {
 	urls, skipped := info.ProviderURLs(in.inst)
 	for _, reason := range skipped {
 		w.z.skipped.Add(1)
@@ -289,7 +290,7 @@ func (w *zkWorker) instanceNodes(a *appState, in *instanceState, info *MetadataI
 	}
 	nodes := make([]*providerNode, 0, len(urls))
 	for _, u := range urls {
-		name := "app:" + a.name + "/" + in.child + "/" + ServiceKey{Interface: u.Interface, Group: u.Params.Get("group"), Version: u.Params.Get("version")}.String()
+		name := "app:" + a.name + "/" + in.child + "/" + registry.ServiceKey{Interface: u.Interface, Group: u.Params.Get("group"), Version: u.Params.Get("version")}.String()
 		n, reason := newProviderNode(name, u)
 		if n == nil {
 			if reason != "" {
@@ -385,7 +386,7 @@ func (w *zkWorker) fetchDue() {
 
 // startFetch fetches e's metadata on a helper goroutine, which hands the
 // result to the worker.
-func (w *zkWorker) startFetch(e *metaEntry, inst *Instance) {
+func (w *zkWorker) startFetch(e *metaEntry, inst *registry.Instance) {
 	e.fetching = true
 	w.fetching++
 	conn := w.client.conn
@@ -406,7 +407,7 @@ func (w *zkWorker) startFetch(e *metaEntry, inst *Instance) {
 	}()
 }
 
-func storageType(inst *Instance) string {
+func storageType(inst *registry.Instance) string {
 	if inst.StorageType == "" {
 		return "local"
 	}
@@ -415,7 +416,7 @@ func storageType(inst *Instance) string {
 
 // fetchMetadata reads inst's metadata: from ZooKeeper for remote storage,
 // from the instance's MetadataService otherwise.
-func (w *zkWorker) fetchMetadata(ctx context.Context, conn *zk.Conn, inst *Instance) (*MetadataInfo, error) {
+func (w *zkWorker) fetchMetadata(ctx context.Context, conn *zk.Conn, inst *registry.Instance) (*registry.MetadataInfo, error) {
 	if storageType(inst) != "remote" {
 		if w.z.opts.Metadata == nil {
 			return nil, errors.New("stored on the instance, and no MetadataService client is configured")
@@ -435,7 +436,7 @@ func (w *zkWorker) fetchMetadata(ctx context.Context, conn *zk.Conn, inst *Insta
 			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
 		if exists {
-			info, err := ParseMetadataJSON(data)
+			info, err := registry.ParseMetadataJSON(data)
 			if err != nil {
 				return nil, fmt.Errorf("parsing %s: %w", path, err)
 			}
@@ -511,8 +512,8 @@ func (w *zkWorker) mergedNodes(s *ifaceState) []*providerNode {
 
 // providerOrigins says, for each address among nodes (sorted) that serves
 // key, where it was found.
-func providerOrigins(key ServiceKey, nodes []*providerNode) map[string]ProviderOrigin {
-	m := make(map[string]ProviderOrigin)
+func providerOrigins(key registry.ServiceKey, nodes []*providerNode) map[string]registry.ProviderOrigin {
+	m := make(map[string]registry.ProviderOrigin)
 	for _, n := range nodes {
 		if !n.url.Matches(key) {
 			continue
@@ -520,11 +521,11 @@ func providerOrigins(key ServiceKey, nodes []*providerNode) map[string]ProviderO
 		o, seen := m[n.url.Addr]
 		switch {
 		case !seen && n.app != "":
-			o = ProviderOrigin{Source: SourceApplication, App: n.app, Revision: n.revision}
+			o = registry.ProviderOrigin{Source: registry.SourceApplication, App: n.app, Revision: n.revision}
 		case !seen:
-			o = ProviderOrigin{Source: SourceInterface}
-		case o.Source == SourceApplication && n.app == "":
-			o.Source = SourceBoth
+			o = registry.ProviderOrigin{Source: registry.SourceInterface}
+		case o.Source == registry.SourceApplication && n.app == "":
+			o.Source = registry.SourceBoth
 		}
 		m[n.url.Addr] = o
 	}

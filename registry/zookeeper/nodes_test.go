@@ -1,4 +1,4 @@
-package registry
+package zookeeper
 
 import (
 	"log/slog"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/registry"
 )
 
 const testIface = "com.example.UserService"
@@ -94,7 +95,7 @@ func TestParseOverrideNode(t *testing.T) {
 }
 
 // snapshotOf parses children and overrides and builds key's snapshot.
-func snapshotOf(t *testing.T, key ServiceKey, children, overrideChildren []string) []*cluster.Provider {
+func snapshotOf(t *testing.T, key registry.ServiceKey, children, overrideChildren []string) []*cluster.Provider {
 	t.Helper()
 	var nodes []*providerNode
 	for _, c := range children {
@@ -134,14 +135,14 @@ func TestBuildSnapshotFiltersSortsAndDeduplicates(t *testing.T) {
 		providerChild("10.0.0.5:20880", "version=1.0.0&disabled=true"),
 	}
 	cases := []struct {
-		key  ServiceKey
+		key  registry.ServiceKey
 		want string
 	}{
-		{ServiceKey{testIface, "", "1.0.0"}, "10.0.0.1:20880=100 10.0.0.2:20880=50"},
-		{ServiceKey{testIface, "g1", "1.0.0"}, "10.0.0.3:20880=100"},
-		{ServiceKey{testIface, "g0,g1", "*"}, "10.0.0.3:20880=100"},
-		{ServiceKey{testIface, "*", "*"}, "10.0.0.1:20880=100 10.0.0.2:20880=50 10.0.0.3:20880=100 10.0.0.4:20880=100"},
-		{ServiceKey{testIface, "", "3.0.0"}, ""},
+		{registry.ServiceKey{Interface: testIface, Version: "1.0.0"}, "10.0.0.1:20880=100 10.0.0.2:20880=50"},
+		{registry.ServiceKey{Interface: testIface, Group: "g1", Version: "1.0.0"}, "10.0.0.3:20880=100"},
+		{registry.ServiceKey{Interface: testIface, Group: "g0,g1", Version: "*"}, "10.0.0.3:20880=100"},
+		{registry.ServiceKey{Interface: testIface, Group: "*", Version: "*"}, "10.0.0.1:20880=100 10.0.0.2:20880=50 10.0.0.3:20880=100 10.0.0.4:20880=100"},
+		{registry.ServiceKey{Interface: testIface, Version: "3.0.0"}, ""},
 	}
 	for _, c := range cases {
 		got := snapshotOf(t, c.key, children, nil)
@@ -150,14 +151,14 @@ func TestBuildSnapshotFiltersSortsAndDeduplicates(t *testing.T) {
 		}
 	}
 	// The duplicate address is always won by the same URL (the first by name).
-	got := snapshotOf(t, ServiceKey{testIface, "", "1.0.0"}, children, nil)
+	got := snapshotOf(t, registry.ServiceKey{Interface: testIface, Version: "1.0.0"}, children, nil)
 	if got[0].Params["application"] != "a" {
 		t.Errorf("duplicate address won by application=%s, want a", got[0].Params["application"])
 	}
 }
 
 func TestBuildSnapshotAppliesOverrides(t *testing.T) {
-	key := ServiceKey{testIface, "", "1.0.0"}
+	key := registry.ServiceKey{Interface: testIface, Version: "1.0.0"}
 	children := []string{
 		providerChild("10.0.0.1:20880", "version=1.0.0"),
 		providerChild("10.0.0.1:20881", "version=1.0.0"),
@@ -194,7 +195,7 @@ func TestBuildSnapshotAppliesOverrides(t *testing.T) {
 }
 
 func TestBuildSnapshotKeepsProviderPointers(t *testing.T) {
-	key := ServiceKey{testIface, "", ""}
+	key := registry.ServiceKey{Interface: testIface}
 	children := []string{providerChild("10.0.0.1:20880", ""), providerChild("10.0.0.2:20880", "")}
 	var nodes []*providerNode
 	for _, c := range children {
@@ -218,20 +219,20 @@ func TestBuildSnapshotKeepsProviderPointers(t *testing.T) {
 		t.Error("an unchanged snapshot got new providers")
 	}
 	// Two keys built in the same round share the reweighted provider.
-	b2 := buildSnapshot(ServiceKey{testIface, "*", "*"}, nodes, []*override{heavy}, first, second)
+	b2 := buildSnapshot(registry.ServiceKey{Interface: testIface, Group: "*", Version: "*"}, nodes, []*override{heavy}, first, second)
 	if b2[1] != a[1] || len(second) != 1 {
 		t.Errorf("second key: %p vs %p, %d reweighted", b2[1], a[1], len(second))
 	}
 }
 
 func TestConsumerURL(t *testing.T) {
-	got := consumerURL("10.1.2.3", ServiceKey{testIface, "g 1", "1.0.0"}, "dubbogw", 1700000000000, 42)
+	got := consumerURL("10.1.2.3", registry.ServiceKey{Interface: testIface, Group: "g 1", Version: "1.0.0"}, "dubbogw", 1700000000000, 42)
 	want := "consumer://10.1.2.3/" + testIface + "?application=dubbogw&category=consumers&check=false&dubbo=2.0.2&interface=" + testIface +
 		"&side=consumer&timestamp=1700000000000&pid=42&version=1.0.0&group=g+1"
 	if got != want {
 		t.Errorf("\n got %s\nwant %s", got, want)
 	}
-	if got := consumerURL("::1", ServiceKey{Interface: testIface}, "app", 1, 2); !strings.HasPrefix(got, "consumer://[::1]/") || strings.Contains(got, "version=") || strings.Contains(got, "group=") {
+	if got := consumerURL("::1", registry.ServiceKey{Interface: testIface}, "app", 1, 2); !strings.HasPrefix(got, "consumer://[::1]/") || strings.Contains(got, "version=") || strings.Contains(got, "group=") {
 		t.Errorf("IPv6, no version or group: %s", got)
 	}
 }
@@ -248,8 +249,8 @@ func BenchmarkProviderListUpdate(b *testing.B) {
 		listings[0][i], listings[1][i] = c, c
 	}
 	listings[1][n/2] = providerChild("10.9.9.9:20880", "version=1.0.0")
-	key := ServiceKey{testIface, "", "1.0.0"}
-	w := &zkWorker{z: &ZooKeeper{log: slog.New(slog.DiscardHandler)}}
+	key := registry.ServiceKey{Interface: testIface, Version: "1.0.0"}
+	w := &zkWorker{z: &Registry{log: slog.New(slog.DiscardHandler)}}
 	newState := func() *ifaceState {
 		return &ifaceState{name: testIface, providerNodes: map[string]*providerNode{}, overrideNodes: map[string]*override{}}
 	}

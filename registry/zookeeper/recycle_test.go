@@ -1,4 +1,4 @@
-package registry
+package zookeeper
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/internal/testenv"
+	"github.com/dubbogw/dubbogw/registry"
 )
 
 // recycleLog counts the stages session recycles reach, and the orphan
@@ -65,9 +66,9 @@ func TestZooKeeperRecycleClearsOrphanWatches(t *testing.T) {
 	e.ensure(e.root)
 	var log recycleLog
 	var refuse refusal
-	r := startRegistryWith(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Grace: -1,
+	r := startRegistryWith(t, Options{Addrs: []string{e.addr}, Root: e.group, Grace: -1,
 		WatchGC: 200 * time.Millisecond, Timeout: time.Second}, zkHooks{recycle: log.hook, dial: refuse.dial})
-	live := r.Subscribe(ServiceKey{Interface: "com.example.Live"})
+	live := r.Subscribe(registry.ServiceKey{Interface: "com.example.Live"})
 	defer live.Release()
 	waitReady(t, live)
 	r.waitUntil(t, "the live interface watched", func() bool { return r.Status().Watches == 2 })
@@ -76,16 +77,16 @@ func TestZooKeeperRecycleClearsOrphanWatches(t *testing.T) {
 
 	refuse.on.Store(true)
 	for i := range 200 {
-		d := r.Subscribe(ServiceKey{Interface: fmt.Sprintf("com.example.Random%03d", i)})
+		d := r.Subscribe(registry.ServiceKey{Interface: fmt.Sprintf("com.example.Random%03d", i)})
 		waitReady(t, d)
 		d.Release()
 	}
 	r.waitUntil(t, "400 orphan watches", func() bool { return r.Status().OrphanWatches == 400 })
 	r.waitUntil(t, "a recycle given up for want of a new session", func() bool { return log.count(recycleAbandoned) > 0 })
-	if st := r.Status(); st.Watches != 2 || st.OrphanWatches != 400 || st.SessionRecycles != 0 || st.State != StateConnected {
+	if st := r.Status(); st.Watches != 2 || st.OrphanWatches != 400 || st.SessionRecycles != 0 || st.State != registry.StateConnected {
 		t.Fatalf("status with no new session to be had: %+v", st)
 	}
-	if r.sessionID() != session || live.State() != DirOK {
+	if r.sessionID() != session || live.State() != registry.DirOK {
 		t.Fatalf("after a failed recycle: session %#x (was %#x), directory %s", r.sessionID(), session, live.State())
 	}
 	if n := watchCount(t, e.addr); n != 402 {
@@ -101,7 +102,7 @@ func TestZooKeeperRecycleClearsOrphanWatches(t *testing.T) {
 		t.Errorf("recycles cleared %d orphan watches, want 400", n)
 	}
 	st := r.Status()
-	if st.Watches != 2 || st.State != StateConnected || st.Degraded || st.Reconnects != 0 || st.SessionExpiries != 0 {
+	if st.Watches != 2 || st.State != registry.StateConnected || st.Degraded || st.Reconnects != 0 || st.SessionExpiries != 0 {
 		t.Errorf("status after the recycle: %+v", st)
 	}
 	if r.sessionID() == session {
@@ -109,7 +110,7 @@ func TestZooKeeperRecycleClearsOrphanWatches(t *testing.T) {
 	}
 	testenv.WaitFor(t, waitLimit, "ZooKeeper down to the 2 live watches", func() bool { return watchCount(t, e.addr) == 2 })
 	waitGoroutines(t, baseline)
-	if live.State() != DirOK {
+	if live.State() != registry.DirOK {
 		t.Errorf("live directory %s", live.State())
 	}
 }
@@ -141,9 +142,9 @@ func TestZooKeeperRecycleKeepsDirectories(t *testing.T) {
 		case <-stopSampling:
 		}
 	}
-	r := startRegistryWith(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Grace: -1, Register: true,
+	r := startRegistryWith(t, Options{Addrs: []string{e.addr}, Root: e.group, Grace: -1, Register: true,
 		WatchGC: 100 * time.Millisecond}, zkHooks{recycle: hook})
-	key := ServiceKey{Interface: iface}
+	key := registry.ServiceKey{Interface: iface}
 	d := r.Subscribe(key)
 	defer d.Release()
 	waitReady(t, d)
@@ -155,7 +156,7 @@ func TestZooKeeperRecycleKeepsDirectories(t *testing.T) {
 		t.Fatalf("consumer nodes %v", nodes)
 	}
 	updated := d.Updated()
-	publishedOf := func(key ServiceKey) (n int) {
+	publishedOf := func(key registry.ServiceKey) (n int) {
 		for _, p := range r.publications() {
 			if p.key == key {
 				n++
@@ -180,7 +181,7 @@ func TestZooKeeperRecycleKeepsDirectories(t *testing.T) {
 			default:
 			}
 			ps, state := d.Providers(), d.State()
-			if len(ps) != 2 || state != DirOK {
+			if len(ps) != 2 || state != registry.DirOK {
 				badMu.Lock()
 				bad = append(bad, fmt.Sprintf("%s %v", state, addrsOf(ps)))
 				badMu.Unlock()
@@ -194,7 +195,7 @@ func TestZooKeeperRecycleKeepsDirectories(t *testing.T) {
 		}
 	}()
 
-	orphaned := r.Subscribe(ServiceKey{Interface: "com.example.Released"})
+	orphaned := r.Subscribe(registry.ServiceKey{Interface: "com.example.Released"})
 	waitReady(t, orphaned)
 	orphaned.Release()
 	r.waitUntil(t, "recycled", func() bool { return r.Status().SessionRecycles == 1 })
@@ -241,22 +242,22 @@ func TestZooKeeperCloseDuringRecycle(t *testing.T) {
 		e := newZKEnv(t, addr)
 		e.ensure(e.nodePath("com.example.Live", "providers"))
 		baseline := runtime.NumGoroutine() // the admin session's included
-		r := startRegistryWith(t, ZooKeeperOptions{Addrs: []string{addr}, Root: e.group, Grace: -1, Register: true,
+		r := startRegistryWith(t, Options{Addrs: []string{addr}, Root: e.group, Grace: -1, Register: true,
 			WatchGC: 50 * time.Millisecond}, hooks)
-		live := r.Subscribe(ServiceKey{Interface: "com.example.Live"})
+		live := r.Subscribe(registry.ServiceKey{Interface: "com.example.Live"})
 		t.Cleanup(live.Release)
 		waitReady(t, live)
 		if refuse != nil {
 			refuse.on.Store(true)
 		}
-		orphaned := r.Subscribe(ServiceKey{Interface: "com.example.Released"})
+		orphaned := r.Subscribe(registry.ServiceKey{Interface: "com.example.Released"})
 		waitReady(t, orphaned)
 		orphaned.Release()
 		return r, baseline
 	}
 	closed := func(t *testing.T, r *testRegistry, baseline int) {
 		t.Helper()
-		if st := r.Status(); st.State != StateClosed || st.SessionRecycles != 0 {
+		if st := r.Status(); st.State != registry.StateClosed || st.SessionRecycles != 0 {
 			t.Errorf("status after Close: %+v", st)
 		}
 		waitGoroutines(t, baseline)
@@ -310,14 +311,14 @@ func TestZooKeeperConsumerWaitsForProvidersNode(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
 	const ghost, known = "com.example.NobodyProvidesThis", "com.example.Known"
 	e.ensure(e.nodePath(known, "providers"))
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Register: true, Grace: -1})
-	g := r.Subscribe(ServiceKey{Interface: ghost})
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Register: true, Grace: -1})
+	g := r.Subscribe(registry.ServiceKey{Interface: ghost})
 	defer g.Release()
 	waitReady(t, g)
 	// The worker lists an interface and registers its consumers in one
 	// round: once a later subscription is registered, the ghost's turn has
 	// passed.
-	k := r.Subscribe(ServiceKey{Interface: known})
+	k := r.Subscribe(registry.ServiceKey{Interface: known})
 	defer k.Release()
 	r.waitUntil(t, "the known interface's consumer registered", func() bool { return r.Status().Registered == 1 })
 	if exists, _, err := e.admin.Exists(e.root + "/" + ghost); err != nil || exists {

@@ -1,4 +1,4 @@
-package registry
+package zookeeper
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -17,13 +19,14 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/internal/testenv"
+	"github.com/dubbogw/dubbogw/registry"
 	"github.com/go-zookeeper/zk"
 )
 
 // Application-level discovery (Dubbo 3's service discovery) against a real
 // ZooKeeper. The nodes are written by hand in the shapes dubbo-go v3.3.0 and
-// Java Dubbo write (testdata/appdisc, and the facts of issue 8), under the
-// test's own root, which is the registry's Root: as under a registry group,
+// Java Dubbo write (registry/testdata/appdisc, and the facts of issue 8),
+// under the test's own root, which is the registry's Root: as under a registry group,
 // instances are then /<root>/<app>/<ip:port>, next to dubbo-go's remote
 // metadata /<root>/<app>/<revision>; Java's is /<root>/metadata/<app>/<revision>
 // and the mappings /<root>/mapping/<interface>. Local metadata comes from a
@@ -69,7 +72,7 @@ func (s instanceSpec) data() []byte {
 		"dubbo.subscribed-services.revision": "0",
 		"meta-v":                             "2.0.0",
 	}
-	if s.storage != StorageRemote {
+	if s.storage != registry.StorageRemote {
 		meta["dubbo.metadata-service.url-params"] = string(mustJSON(map[string]string{
 			"group": s.app, "port": strconv.Itoa(s.dubboPort()), "protocol": "dubbo",
 			"release": "3.2.0", "serialization": "hessian2", "version": "1.0.0",
@@ -125,8 +128,8 @@ func (s serviceSpec) key() string {
 }
 
 // metadataInfo is what the MetadataService of app's revision answers.
-func metadataInfo(app, revision string, services ...serviceSpec) *MetadataInfo {
-	m := &MetadataInfo{App: app, Revision: revision, Services: make(map[string]*ServiceInfo)}
+func metadataInfo(app, revision string, services ...serviceSpec) *registry.MetadataInfo {
+	m := &registry.MetadataInfo{App: app, Revision: revision, Services: make(map[string]*registry.ServiceInfo)}
 	for _, s := range services {
 		params := map[string]string{"application": app, "cluster": "failover", "loadbalance": "random",
 			"methods": "Hello,hello", "release": "dubbo-golang-3.2.0", "serialization": "hessian2"}
@@ -137,7 +140,7 @@ func metadataInfo(app, revision string, services ...serviceSpec) *MetadataInfo {
 			params["version"] = s.version
 		}
 		maps.Copy(params, s.params)
-		m.Services[s.key()] = &ServiceInfo{Name: s.iface, Group: s.group, Version: s.version, Protocol: s.proto(),
+		m.Services[s.key()] = &registry.ServiceInfo{Name: s.iface, Group: s.group, Version: s.version, Protocol: s.proto(),
 			Port: s.port, Path: s.iface, Params: params}
 	}
 	return m
@@ -145,7 +148,7 @@ func metadataInfo(app, revision string, services ...serviceSpec) *MetadataInfo {
 
 // metadataJSON is m as dubbo-go writes it to /<root>/<app>/<revision>: a
 // capital "Tag", empty group and version left out, the port a number.
-func metadataJSON(m *MetadataInfo) []byte {
+func metadataJSON(m *registry.MetadataInfo) []byte {
 	type service struct {
 		Name     string            `json:"name"`
 		Group    string            `json:"group,omitempty"`
@@ -167,11 +170,16 @@ func metadataJSON(m *MetadataInfo) []byte {
 	return mustJSON(doc)
 }
 
-// golden is a file of testdata/appdisc with the replacements (old, new,
-// ...) made.
+// golden is a file of the registry package's testdata/appdisc (the
+// documents its parsers are tested against) with the replacements (old,
+// new, ...) made.
 func golden(t *testing.T, name string, replacements ...string) []byte {
 	t.Helper()
-	return []byte(strings.NewReplacer(replacements...).Replace(string(appdiscReadFile(t, name))))
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "appdisc", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []byte(strings.NewReplacer(replacements...).Replace(string(b)))
 }
 
 // put writes path with data (creating its parents), as conn's node
@@ -219,7 +227,7 @@ func (e *zkEnv) addInstance(conn *zk.Conn, s instanceSpec, flags int32) string {
 }
 
 // addRemoteMetadata writes m where dubbo-go does, /<root>/<app>/<revision>.
-func (e *zkEnv) addRemoteMetadata(m *MetadataInfo) string {
+func (e *zkEnv) addRemoteMetadata(m *registry.MetadataInfo) string {
 	e.t.Helper()
 	return e.put(e.admin, e.appPath(m.App)+"/"+m.Revision, metadataJSON(m), 0)
 }
@@ -228,7 +236,7 @@ func (e *zkEnv) addRemoteMetadata(m *MetadataInfo) string {
 // metadata (storage local): serve answers, and every call is recorded by
 // "<instance id>@<revision>".
 type fakeMetadata struct {
-	serve   func(ctx context.Context, inst *Instance) (*MetadataInfo, error)
+	serve   func(ctx context.Context, inst *registry.Instance) (*registry.MetadataInfo, error)
 	started chan string // when set, told each call as it begins (never blocks)
 
 	mu       sync.Mutex
@@ -236,7 +244,7 @@ type fakeMetadata struct {
 	problems []string
 }
 
-func (f *fakeMetadata) fetch(ctx context.Context, inst *Instance) (*MetadataInfo, error) {
+func (f *fakeMetadata) fetch(ctx context.Context, inst *registry.Instance) (*registry.MetadataInfo, error) {
 	call := inst.ID + "@" + inst.Revision
 	f.mu.Lock()
 	if f.calls == nil {
@@ -299,8 +307,8 @@ func (f *fakeMetadata) check(t *testing.T) {
 // serveRevisions answers with revisions[inst.Revision] (the same for every
 // instance of the app) and, like dubbo-go for a revision it does not have,
 // fails for any other.
-func serveRevisions(revisions map[string]*MetadataInfo) func(context.Context, *Instance) (*MetadataInfo, error) {
-	return func(_ context.Context, inst *Instance) (*MetadataInfo, error) {
+func serveRevisions(revisions map[string]*registry.MetadataInfo) func(context.Context, *registry.Instance) (*registry.MetadataInfo, error) {
+	return func(_ context.Context, inst *registry.Instance) (*registry.MetadataInfo, error) {
 		if m := revisions[inst.Revision]; m != nil {
 			return m, nil
 		}
@@ -309,16 +317,18 @@ func serveRevisions(revisions map[string]*MetadataInfo) func(context.Context, *I
 }
 
 // hasAddrs reports whether d's providers are exactly want (sorted).
-func hasAddrs(d *Directory, want ...string) bool { return slices.Equal(addrsOf(d.Providers()), want) }
+func hasAddrs(d *registry.Directory, want ...string) bool {
+	return slices.Equal(addrsOf(d.Providers()), want)
+}
 
-func checkAddrs(t *testing.T, d *Directory, want ...string) {
+func checkAddrs(t *testing.T, d *registry.Directory, want ...string) {
 	t.Helper()
 	if got := addrsOf(d.Providers()); !slices.Equal(got, want) {
 		t.Errorf("%s: providers %v, want %v", d.Key(), got, want)
 	}
 }
 
-func checkOrigin(t *testing.T, d *Directory, addr string, want ProviderOrigin) {
+func checkOrigin(t *testing.T, d *registry.Directory, addr string, want registry.ProviderOrigin) {
 	t.Helper()
 	if got := d.Origin(addr); got != want {
 		t.Errorf("%s: origin of %s %+v, want %+v", d.Key(), addr, got, want)
@@ -328,7 +338,7 @@ func checkOrigin(t *testing.T, d *Directory, addr string, want ProviderOrigin) {
 // waitStatus waits until the registry's status satisfies cond. Status is
 // published at the end of each worker round, after the directories: right
 // after a directory changes it can still be the round before's.
-func waitStatus(t *testing.T, r *testRegistry, what string, cond func(Status) bool) {
+func waitStatus(t *testing.T, r *testRegistry, what string, cond func(registry.Status) bool) {
 	t.Helper()
 	r.waitUntil(t, what, func() bool { return cond(r.Status()) })
 }
@@ -342,7 +352,7 @@ var probes atomic.Int64
 func settle(t *testing.T, r *testRegistry) string {
 	t.Helper()
 	iface := fmt.Sprintf("com.example.Probe%d", probes.Add(1))
-	d := r.Subscribe(ServiceKey{Interface: iface})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
 	waitReady(t, d)
 	d.Release()
 	return iface
@@ -375,7 +385,7 @@ func TestZooKeeperAppsRemoteMetadata(t *testing.T) {
 	e.put(e.admin, e.appPath("facts-remote")+"/"+goRev, golden(t, "dubbogo-remote-metadata-service-remote.json"), 0)
 	// dubbo-go, UserService in group g1 version 2.0.0 only (the same
 	// revision: dubbo-go's ignores group and version).
-	gv := instanceSpec{app: "facts-gv", host: "127.0.0.1", port: 42287, revision: goRev, storage: StorageRemote}
+	gv := instanceSpec{app: "facts-gv", host: "127.0.0.1", port: 42287, revision: goRev, storage: registry.StorageRemote}
 	e.addInstance(e.admin, gv, 0)
 	e.addRemoteMetadata(metadataInfo("facts-gv", goRev, serviceSpec{iface: users, group: "g1", version: "2.0.0", port: 42287}))
 	e.setMapping(demo, "demo-provider")
@@ -383,9 +393,9 @@ func TestZooKeeperAppsRemoteMetadata(t *testing.T) {
 	e.setMapping(greeter, "facts-remote")
 	e.setMapping(users, "facts-remote,facts-gv")
 
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication})
-	sub := func(iface, group, version string) *Directory {
-		d := r.Subscribe(ServiceKey{iface, group, version})
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication})
+	sub := func(iface, group, version string) *registry.Directory {
+		d := r.Subscribe(registry.ServiceKey{Interface: iface, Group: group, Version: version})
 		t.Cleanup(d.Release)
 		return d
 	}
@@ -395,15 +405,15 @@ func TestZooKeeperAppsRemoteMetadata(t *testing.T) {
 	dNoGroup := sub(greeter, "", "")
 	dUsers1 := sub(users, "", "1.0.0")
 	dUsersG1 := sub(users, "g1", "2.0.0")
-	all := []*Directory{dDemo, dGreeting, dBlue, dNoGroup, dUsers1, dUsersG1}
+	all := []*registry.Directory{dDemo, dGreeting, dBlue, dNoGroup, dUsers1, dUsersG1}
 	for _, d := range all {
 		waitReady(t, d)
-		if d.State() != DirOK {
+		if d.State() != registry.DirOK {
 			t.Fatalf("%s: %s", d.Key(), d.State())
 		}
 	}
 
-	java := ProviderOrigin{Source: SourceApplication, App: "demo-provider", Revision: javaRev}
+	java := registry.ProviderOrigin{Source: registry.SourceApplication, App: "demo-provider", Revision: javaRev}
 	checkAddrs(t, dDemo, "192.168.1.10:20880")
 	checkOrigin(t, dDemo, "192.168.1.10:20880", java)
 	checkAddrs(t, dGreeting, "192.168.1.10:20880")
@@ -411,20 +421,20 @@ func TestZooKeeperAppsRemoteMetadata(t *testing.T) {
 	if ps := dGreeting.Providers(); len(ps) == 1 && ps[0].Weight != 50 {
 		t.Errorf("GreetingService weight %d, want the metadata's 50", ps[0].Weight)
 	}
-	facts := ProviderOrigin{Source: SourceApplication, App: "facts-remote", Revision: goRev}
+	facts := registry.ProviderOrigin{Source: registry.SourceApplication, App: "facts-remote", Revision: goRev}
 	checkAddrs(t, dBlue, "127.0.0.1:41887", "127.0.0.1:41888")
 	checkOrigin(t, dBlue, "127.0.0.1:41888", facts)
 	checkAddrs(t, dNoGroup) // only group blue is served
 	checkAddrs(t, dUsers1, "127.0.0.1:41887", "127.0.0.1:41888")
 	checkOrigin(t, dUsers1, "127.0.0.1:41887", facts)
 	checkAddrs(t, dUsersG1, "127.0.0.1:42287")
-	checkOrigin(t, dUsersG1, "127.0.0.1:42287", ProviderOrigin{Source: SourceApplication, App: "facts-gv", Revision: goRev})
+	checkOrigin(t, dUsersG1, "127.0.0.1:42287", registry.ProviderOrigin{Source: registry.SourceApplication, App: "facts-gv", Revision: goRev})
 	for _, ds := range r.Directories() {
-		if len(ds.Providers) > 0 && ds.Discovery != SourceApplication {
+		if len(ds.Providers) > 0 && ds.Discovery != registry.SourceApplication {
 			t.Errorf("admin view of %s: discovery %q, want application", ds.Service, ds.Discovery)
 		}
 		for _, p := range ds.Providers {
-			if p.Source != SourceApplication || p.App == "" || p.Revision == "" {
+			if p.Source != registry.SourceApplication || p.App == "" || p.Revision == "" {
 				t.Errorf("admin view of %s: %+v", ds.Service, p)
 			}
 		}
@@ -432,7 +442,7 @@ func TestZooKeeperAppsRemoteMetadata(t *testing.T) {
 
 	// 4 mappings, 3 applications, 4 instances; remote metadata is read,
 	// not watched; one fetch per instance; the tri service skipped once.
-	waitStatus(t, r, "11 watches, 3 applications, 4 instances, 4 fetches, 4 cached", func(st Status) bool {
+	waitStatus(t, r, "11 watches, 3 applications, 4 instances, 4 fetches, 4 cached", func(st registry.Status) bool {
 		return st.Watches == 11 && st.OrphanWatches == 0 && st.Applications == 3 && st.Instances == 4 &&
 			st.MetadataFetches == 4 && st.MetadataFailures == 0 && st.MetadataCached == 4 && st.Subscriptions == 6
 	})
@@ -463,32 +473,32 @@ func TestZooKeeperAppsAutoMerge(t *testing.T) {
 	const iface, rev = "com.example.Merged", "m1"
 	atBothLevels := e.addProvider(e.admin, iface, "10.8.0.1:20880", "version=1.0.0&weight=50", 0)
 	e.addProvider(e.admin, iface, "10.8.0.2:20880", "version=1.0.0", 0)
-	both := instanceSpec{app: "merge-app", host: "10.8.0.1", port: 20880, revision: rev, storage: StorageRemote}
-	appOnly := instanceSpec{app: "merge-app", host: "10.8.0.3", port: 20880, revision: rev, storage: StorageRemote}
+	both := instanceSpec{app: "merge-app", host: "10.8.0.1", port: 20880, revision: rev, storage: registry.StorageRemote}
+	appOnly := instanceSpec{app: "merge-app", host: "10.8.0.3", port: 20880, revision: rev, storage: registry.StorageRemote}
 	e.addInstance(e.admin, both, 0)
 	e.addInstance(e.admin, appOnly, 0)
 	e.addRemoteMetadata(metadataInfo("merge-app", rev,
 		serviceSpec{iface: iface, version: "1.0.0", port: 20880, params: map[string]string{"weight": "200"}}))
 	e.setMapping(iface, "merge-app")
 
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryAuto})
-	d := r.Subscribe(ServiceKey{iface, "", "1.0.0"})
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryAuto})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface, Version: "1.0.0"})
 	defer d.Release()
 	waitReady(t, d)
 	if got, want := weights(d.Providers()), "10.8.0.1:20880=200 10.8.0.2:20880=100 10.8.0.3:20880=200"; got != want {
 		t.Fatalf("providers %s, want %s", got, want)
 	}
-	app := ProviderOrigin{Source: SourceApplication, App: "merge-app", Revision: rev}
-	checkOrigin(t, d, "10.8.0.1:20880", ProviderOrigin{Source: SourceBoth, App: "merge-app", Revision: rev})
-	checkOrigin(t, d, "10.8.0.2:20880", ProviderOrigin{Source: SourceInterface})
+	app := registry.ProviderOrigin{Source: registry.SourceApplication, App: "merge-app", Revision: rev}
+	checkOrigin(t, d, "10.8.0.1:20880", registry.ProviderOrigin{Source: registry.SourceBoth, App: "merge-app", Revision: rev})
+	checkOrigin(t, d, "10.8.0.2:20880", registry.ProviderOrigin{Source: registry.SourceInterface})
 	checkOrigin(t, d, "10.8.0.3:20880", app)
 	ds := r.Directories()
-	if len(ds) != 1 || len(ds[0].Providers) != 3 || ds[0].Providers[0].Source != SourceBoth || ds[0].Providers[0].App != "merge-app" ||
-		ds[0].Providers[1].Source != SourceInterface || ds[0].Providers[2].Source != SourceApplication || ds[0].Discovery != SourceBoth {
+	if len(ds) != 1 || len(ds[0].Providers) != 3 || ds[0].Providers[0].Source != registry.SourceBoth || ds[0].Providers[0].App != "merge-app" ||
+		ds[0].Providers[1].Source != registry.SourceInterface || ds[0].Providers[2].Source != registry.SourceApplication || ds[0].Discovery != registry.SourceBoth {
 		t.Errorf("admin view %+v", ds)
 	}
 	// providers, configurators, mapping, the application, 2 instances.
-	waitStatus(t, r, "6 watches, 1 application, 2 instances, 2 fetches", func(st Status) bool {
+	waitStatus(t, r, "6 watches, 1 application, 2 instances, 2 fetches", func(st registry.Status) bool {
 		return st.Watches == 6 && st.Applications == 1 && st.Instances == 2 && st.MetadataFetches == 2
 	})
 
@@ -501,7 +511,7 @@ func TestZooKeeperAppsAutoMerge(t *testing.T) {
 	r.waitUntil(t, "the application-only provider disabled", func() bool {
 		return weights(d.Providers()) == "10.8.0.1:20880=7 10.8.0.2:20880=100"
 	})
-	checkOrigin(t, d, "10.8.0.1:20880", ProviderOrigin{Source: SourceBoth, App: "merge-app", Revision: rev})
+	checkOrigin(t, d, "10.8.0.1:20880", registry.ProviderOrigin{Source: registry.SourceBoth, App: "merge-app", Revision: rev})
 
 	// The interface-level node gone, the address stays, from its instance.
 	e.remove(atBothLevels)
@@ -518,8 +528,8 @@ func TestZooKeeperAppsLocalMetadataFetchedOnce(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
 	const a, b, c = "com.example.A", "com.example.B", "com.example.C"
 	const app = "local-app"
-	inst := instanceSpec{app: app, host: "10.9.0.1", port: 20880, revision: "r1", storage: StorageLocal}
-	revisions := map[string]*MetadataInfo{
+	inst := instanceSpec{app: app, host: "10.9.0.1", port: 20880, revision: "r1", storage: registry.StorageLocal}
+	revisions := map[string]*registry.MetadataInfo{
 		"r1": metadataInfo(app, "r1", serviceSpec{iface: a, port: 20880}, serviceSpec{iface: a, group: "x", port: 20880},
 			serviceSpec{iface: b, port: 20880}),
 		"r2": metadataInfo(app, "r2", serviceSpec{iface: a, port: 20880}, serviceSpec{iface: b, port: 20880},
@@ -530,7 +540,7 @@ func TestZooKeeperAppsLocalMetadataFetchedOnce(t *testing.T) {
 	gate := make(chan struct{})
 	meta := &fakeMetadata{started: make(chan string, 16)}
 	serve := serveRevisions(revisions)
-	meta.serve = func(ctx context.Context, in *Instance) (*MetadataInfo, error) {
+	meta.serve = func(ctx context.Context, in *registry.Instance) (*registry.MetadataInfo, error) {
 		if in.Revision == "r2" {
 			select {
 			case <-gate:
@@ -544,14 +554,14 @@ func TestZooKeeperAppsLocalMetadataFetchedOnce(t *testing.T) {
 	for _, iface := range []string{a, b, c} {
 		e.setMapping(iface, app)
 	}
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
 		Grace: -1, Metadata: meta.fetch, MetadataTimeout: waitLimit})
 	defer meta.check(t)
 	addr := inst.addr()
 
-	keys := []ServiceKey{{a, "", ""}, {a, "x", ""}, {b, "", ""}}
-	subscribe := func() map[ServiceKey]*Directory {
-		dirs := make(map[ServiceKey]*Directory)
+	keys := []registry.ServiceKey{{Interface: a}, {Interface: a, Group: "x"}, {Interface: b}}
+	subscribe := func() map[registry.ServiceKey]*registry.Directory {
+		dirs := make(map[registry.ServiceKey]*registry.Directory)
 		for _, k := range keys {
 			dirs[k] = r.Subscribe(k)
 		}
@@ -562,7 +572,7 @@ func TestZooKeeperAppsLocalMetadataFetchedOnce(t *testing.T) {
 		return dirs
 	}
 	dirs := subscribe()
-	dc := r.Subscribe(ServiceKey{Interface: c})
+	dc := r.Subscribe(registry.ServiceKey{Interface: c})
 	waitReady(t, dc)
 	checkAddrs(t, dc) // the app's r1 does not serve C
 	if got := meta.callCounts(); !maps.Equal(got, map[string]int{inst.id() + "@r1": 1}) {
@@ -582,16 +592,16 @@ func TestZooKeeperAppsLocalMetadataFetchedOnce(t *testing.T) {
 			d.Release()
 		}
 	}()
-	dc = r.Subscribe(ServiceKey{Interface: c})
+	dc = r.Subscribe(registry.ServiceKey{Interface: c})
 	defer dc.Release()
-	ay := r.Subscribe(ServiceKey{a, "y", ""})
+	ay := r.Subscribe(registry.ServiceKey{Interface: a, Group: "y"})
 	defer ay.Release()
 	waitReady(t, dc)
 	waitReady(t, ay)
 	if got := meta.callCounts(); !maps.Equal(got, map[string]int{inst.id() + "@r1": 1}) {
 		t.Fatalf("fetches after subscribing again %v, want still one for r1", got)
 	}
-	waitStatus(t, r, "1 fetch, 1 application, 1 instance", func(st Status) bool {
+	waitStatus(t, r, "1 fetch, 1 application, 1 instance", func(st registry.Status) bool {
 		return st.MetadataFetches == 1 && st.Applications == 1 && st.Instances == 1
 	})
 
@@ -627,7 +637,7 @@ func TestZooKeeperAppsLocalMetadataFetchedOnce(t *testing.T) {
 	if got := meta.callCounts(); !maps.Equal(got, want) {
 		t.Errorf("fetches %v, want %v", got, want)
 	}
-	waitStatus(t, r, "3 fetches, no failure", func(st Status) bool { return st.MetadataFetches == 3 && st.MetadataFailures == 0 })
+	waitStatus(t, r, "3 fetches, no failure", func(st registry.Status) bool { return st.MetadataFetches == 3 && st.MetadataFailures == 0 })
 }
 
 // TestZooKeeperAppsMetadataFailureBackoff: an instance whose metadata
@@ -637,11 +647,11 @@ func TestZooKeeperAppsLocalMetadataFetchedOnce(t *testing.T) {
 func TestZooKeeperAppsMetadataFailureBackoff(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
 	const iface, app = "com.example.Flaky", "flaky-app"
-	bad := instanceSpec{app: app, host: "10.10.0.1", port: 20880, revision: "f1", storage: StorageLocal}
-	good := instanceSpec{app: app, host: "10.10.0.2", port: 20880, revision: "f1", storage: StorageLocal}
+	bad := instanceSpec{app: app, host: "10.10.0.1", port: 20880, revision: "f1", storage: registry.StorageLocal}
+	good := instanceSpec{app: app, host: "10.10.0.2", port: 20880, revision: "f1", storage: registry.StorageLocal}
 	info := metadataInfo(app, "f1", serviceSpec{iface: iface, port: 20880})
 	var badCalls atomic.Int64
-	meta := &fakeMetadata{serve: func(_ context.Context, in *Instance) (*MetadataInfo, error) {
+	meta := &fakeMetadata{serve: func(_ context.Context, in *registry.Instance) (*registry.MetadataInfo, error) {
 		if in.ID == bad.id() && badCalls.Add(1) <= 2 {
 			return nil, errors.New("dial tcp 10.10.0.1:20880: connect: connection refused")
 		}
@@ -650,14 +660,14 @@ func TestZooKeeperAppsMetadataFailureBackoff(t *testing.T) {
 	e.addInstance(e.admin, bad, 0)
 	e.addInstance(e.admin, good, 0)
 	e.setMapping(iface, app)
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication, Metadata: meta.fetch})
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication, Metadata: meta.fetch})
 	defer meta.check(t)
-	key := ServiceKey{Interface: iface}
+	key := registry.ServiceKey{Interface: iface}
 	d := r.Subscribe(key)
 	defer d.Release()
 	waitReady(t, d)
 	checkAddrs(t, d, good.addr())
-	waitStatus(t, r, "a failure counted, 2 instances", func(st Status) bool { return st.MetadataFailures >= 1 && st.Instances == 2 })
+	waitStatus(t, r, "a failure counted, 2 instances", func(st registry.Status) bool { return st.MetadataFailures >= 1 && st.Instances == 2 })
 
 	r.waitUntil(t, "the instance selected once its metadata is fetched", func() bool { return hasAddrs(d, bad.addr(), good.addr()) })
 	times := meta.times(bad.id() + "@f1")
@@ -669,7 +679,7 @@ func TestZooKeeperAppsMetadataFailureBackoff(t *testing.T) {
 			t.Errorf("retry %d came %s after the failure, want about %s", i+1, gap, backoff)
 		}
 	}
-	waitStatus(t, r, "4 fetches of which 2 failed", func(st Status) bool { return st.MetadataFetches == 4 && st.MetadataFailures == 2 })
+	waitStatus(t, r, "4 fetches of which 2 failed", func(st registry.Status) bool { return st.MetadataFetches == 4 && st.MetadataFailures == 2 })
 	if n := meta.count(good.id() + "@f1"); n != 1 {
 		t.Errorf("the good instance's metadata fetched %d times", n)
 	}
@@ -686,14 +696,14 @@ func TestZooKeeperAppsMetadataFailureBackoff(t *testing.T) {
 func TestZooKeeperAppsFirstPublicationWaitsForMetadata(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
 	const iface, app = "com.example.Slow", "slow-app"
-	inst := instanceSpec{app: app, host: "10.11.0.1", port: 20880, revision: "s1", storage: StorageLocal}
+	inst := instanceSpec{app: app, host: "10.11.0.1", port: 20880, revision: "s1", storage: registry.StorageLocal}
 	e.addInstance(e.admin, inst, 0)
 	e.setMapping(iface, app)
 	info := metadataInfo(app, "s1", serviceSpec{iface: iface, port: 20880})
 
 	t.Run("released", func(t *testing.T) {
 		gate := make(chan struct{})
-		meta := &fakeMetadata{started: make(chan string, 1), serve: func(ctx context.Context, _ *Instance) (*MetadataInfo, error) {
+		meta := &fakeMetadata{started: make(chan string, 1), serve: func(ctx context.Context, _ *registry.Instance) (*registry.MetadataInfo, error) {
 			select {
 			case <-gate:
 				return info, nil
@@ -701,10 +711,10 @@ func TestZooKeeperAppsFirstPublicationWaitsForMetadata(t *testing.T) {
 				return nil, ctx.Err()
 			}
 		}}
-		r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
+		r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
 			Metadata: meta.fetch, MetadataTimeout: waitLimit})
 		defer meta.check(t)
-		key := ServiceKey{Interface: iface}
+		key := registry.ServiceKey{Interface: iface}
 		d := r.Subscribe(key)
 		defer d.Release()
 		select {
@@ -737,18 +747,18 @@ func TestZooKeeperAppsFirstPublicationWaitsForMetadata(t *testing.T) {
 
 	t.Run("timed out", func(t *testing.T) {
 		var left atomic.Int64 // the time the first fetch had, in ns
-		meta := &fakeMetadata{serve: func(ctx context.Context, _ *Instance) (*MetadataInfo, error) {
+		meta := &fakeMetadata{serve: func(ctx context.Context, _ *registry.Instance) (*registry.MetadataInfo, error) {
 			if dl, ok := ctx.Deadline(); ok {
 				left.CompareAndSwap(0, int64(time.Until(dl)))
 			}
 			<-ctx.Done() // never answers
 			return nil, ctx.Err()
 		}}
-		r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
+		r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
 			Metadata: meta.fetch, MetadataTimeout: 200 * time.Millisecond})
 		defer meta.check(t)
 		start := time.Now()
-		d := r.Subscribe(ServiceKey{Interface: iface})
+		d := r.Subscribe(registry.ServiceKey{Interface: iface})
 		defer d.Release()
 		waitReady(t, d)
 		took := time.Since(start)
@@ -760,10 +770,10 @@ func TestZooKeeperAppsFirstPublicationWaitsForMetadata(t *testing.T) {
 		if l := time.Duration(left.Load()); l <= 50*time.Millisecond || l > 200*time.Millisecond {
 			t.Errorf("the fetch had %s, want MetadataTimeout (200ms)", l)
 		}
-		if d.State() != DirOK || len(d.Providers()) != 0 {
+		if d.State() != registry.DirOK || len(d.Providers()) != 0 {
 			t.Errorf("directory %s %v: want ok, no provider", d.State(), addrsOf(d.Providers()))
 		}
-		waitStatus(t, r, "a failure counted", func(st Status) bool { return st.MetadataFailures >= 1 && st.Instances == 1 })
+		waitStatus(t, r, "a failure counted", func(st registry.Status) bool { return st.MetadataFailures >= 1 && st.Instances == 1 })
 	})
 }
 
@@ -776,17 +786,17 @@ func TestZooKeeperAppsInstancesJoinAndLeave(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
 	const iface, app, rev = "com.example.Churned", "churn-app", "c1"
 	var log recycleLog
-	r := startRegistryWith(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
+	r := startRegistryWith(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
 		WatchGC: 200 * time.Millisecond}, zkHooks{recycle: log.hook})
-	d := r.Subscribe(ServiceKey{Interface: iface})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
 	defer d.Release()
 	waitReady(t, d) // no mapping yet: answered, empty
 	checkAddrs(t, d)
-	waitStatus(t, r, "the mapping watched", func(st Status) bool { return st.Watches == 1 && st.Applications == 0 })
+	waitStatus(t, r, "the mapping watched", func(st registry.Status) bool { return st.Watches == 1 && st.Applications == 0 })
 
 	p1, p2 := connectZK(t, e.addr), connectZK(t, e.addr) // two providers' sessions
 	inst := func(i int) instanceSpec {
-		return instanceSpec{app: app, host: "10.13.0." + strconv.Itoa(i), port: 50050 + i, dubbo: 20880 + i, revision: rev, storage: StorageRemote}
+		return instanceSpec{app: app, host: "10.13.0." + strconv.Itoa(i), port: 50050 + i, dubbo: 20880 + i, revision: rev, storage: registry.StorageRemote}
 	}
 	// The metadata names no instance's port: each has its own dubbo endpoint.
 	e.addRemoteMetadata(metadataInfo(app, rev, serviceSpec{iface: iface, port: 20999}))
@@ -808,7 +818,7 @@ func TestZooKeeperAppsInstancesJoinAndLeave(t *testing.T) {
 		})
 	}
 	expect("three instances", 1, 2, 3)
-	checkOrigin(t, d, inst(2).addr(), ProviderOrigin{Source: SourceApplication, App: app, Revision: rev})
+	checkOrigin(t, d, inst(2).addr(), registry.ProviderOrigin{Source: registry.SourceApplication, App: app, Revision: rev})
 
 	nodes[4] = e.addInstance(p2, inst(4), zk.FlagEphemeral)
 	expect("a fourth joined", 1, 2, 3, 4)
@@ -832,7 +842,7 @@ func TestZooKeeperAppsInstancesJoinAndLeave(t *testing.T) {
 	testenv.WaitFor(t, waitLimit, "ZooKeeper watching the mapping only", func() bool {
 		return slices.Equal(watchedPaths(t, e.addr, r.sessionID(), e.root+"/"), []string{e.mappingPath(iface)})
 	})
-	if d.State() != DirOK {
+	if d.State() != registry.DirOK {
 		t.Errorf("directory %s", d.State())
 	}
 }
@@ -843,17 +853,17 @@ func TestZooKeeperAppsInstancesJoinAndLeave(t *testing.T) {
 // run, nor goroutines.
 func TestZooKeeperAppsUnknownInterfacesDoNotGrow(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
 		Grace: -1, WatchGC: 200 * time.Millisecond, Timeout: time.Second})
-	live := r.Subscribe(ServiceKey{Interface: "com.example.Live"})
+	live := r.Subscribe(registry.ServiceKey{Interface: "com.example.Live"})
 	defer live.Release()
 	waitReady(t, live)
 	r.waitUntil(t, "the live interface watched", func() bool { return r.Status().Watches == 1 })
 	baseline := runtime.NumGoroutine()
 
 	for i := range 50 {
-		key := ServiceKey{Interface: fmt.Sprintf("com.example.Unknown%02d", i), Version: "1.0.0"}
-		held := []*Directory{r.Subscribe(key), r.Subscribe(key), r.Subscribe(ServiceKey{Interface: key.Interface, Group: "g"})}
+		key := registry.ServiceKey{Interface: fmt.Sprintf("com.example.Unknown%02d", i), Version: "1.0.0"}
+		held := []*registry.Directory{r.Subscribe(key), r.Subscribe(key), r.Subscribe(registry.ServiceKey{Interface: key.Interface, Group: "g"})}
 		for _, d := range held {
 			waitReady(t, d)
 		}
@@ -875,7 +885,7 @@ func TestZooKeeperAppsUnknownInterfacesDoNotGrow(t *testing.T) {
 		t.Errorf("the gateway wrote under its root (%v)", err)
 	}
 	waitGoroutines(t, baseline)
-	if live.State() != DirOK {
+	if live.State() != registry.DirOK {
 		t.Errorf("live directory %s", live.State())
 	}
 }
@@ -888,18 +898,18 @@ func TestZooKeeperAppsZooKeeperRestart(t *testing.T) {
 	server := testenv.StartZooKeeper(t) // alone on it: child watches can be counted
 	e := newZKEnv(t, server.Addr())
 	const iface, app, rev = "com.example.Restarted", "restart-app", "z1"
-	meta := &fakeMetadata{serve: serveRevisions(map[string]*MetadataInfo{rev: metadataInfo(app, rev, serviceSpec{iface: iface, port: 20880})})}
+	meta := &fakeMetadata{serve: serveRevisions(map[string]*registry.MetadataInfo{rev: metadataInfo(app, rev, serviceSpec{iface: iface, port: 20880})})}
 	inst := func(i int) instanceSpec {
-		return instanceSpec{app: app, host: "10.14.0." + strconv.Itoa(i), port: 20880, revision: rev, storage: StorageLocal}
+		return instanceSpec{app: app, host: "10.14.0." + strconv.Itoa(i), port: 20880, revision: rev, storage: registry.StorageLocal}
 	}
 	// Persistent: the instances are not what restarts here.
 	i1 := e.addInstance(e.admin, inst(1), 0)
 	e.addInstance(e.admin, inst(2), 0)
 	e.setMapping(iface, app)
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
 		SessionTimeout: 4 * time.Second, Timeout: time.Second, Metadata: meta.fetch})
 	defer meta.check(t)
-	key := ServiceKey{Interface: iface}
+	key := registry.ServiceKey{Interface: iface}
 	d := r.Subscribe(key)
 	defer d.Release()
 	waitReady(t, d)
@@ -908,7 +918,7 @@ func TestZooKeeperAppsZooKeeperRestart(t *testing.T) {
 	server.Stop()
 	r.waitUntil(t, "degraded", func() bool {
 		st := r.Status()
-		return st.Degraded && st.State == StateDisconnected && d.State() == DirStale
+		return st.Degraded && st.State == registry.StateDisconnected && d.State() == registry.DirStale
 	})
 	checkAddrs(t, d, inst(1).addr(), inst(2).addr())
 
@@ -921,7 +931,7 @@ func TestZooKeeperAppsZooKeeperRestart(t *testing.T) {
 	// recycle would clear (WatchGC is 1m here); nothing else.
 	r.waitUntil(t, "current again", func() bool {
 		st := r.Status()
-		return st.State == StateConnected && !st.Degraded && d.State() == DirOK && hasAddrs(d, inst(2).addr(), inst(3).addr()) &&
+		return st.State == registry.StateConnected && !st.Degraded && d.State() == registry.DirOK && hasAddrs(d, inst(2).addr(), inst(3).addr()) &&
 			st.Watches == 4 && st.OrphanWatches <= 1 && st.Instances == 2 && st.Applications == 1
 	})
 	want := []string{e.instancePath(inst(2)), e.instancePath(inst(3)), e.mappingPath(iface)}
@@ -961,22 +971,22 @@ func TestZooKeeperAppsRegistryGroupLayout(t *testing.T) {
 	e.setMapping(users, app)
 	e.setMapping(greeter, app)
 
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication})
-	du := r.Subscribe(ServiceKey{users, "", "1.0.0"})
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication})
+	du := r.Subscribe(registry.ServiceKey{Interface: users, Version: "1.0.0"})
 	defer du.Release()
-	dg := r.Subscribe(ServiceKey{greeter, "blue", ""})
+	dg := r.Subscribe(registry.ServiceKey{Interface: greeter, Group: "blue"})
 	defer dg.Release()
 	waitReady(t, du)
 	waitReady(t, dg)
-	origin := ProviderOrigin{Source: SourceApplication, App: app, Revision: "59615343583"}
-	for _, d := range []*Directory{du, dg} {
+	origin := registry.ProviderOrigin{Source: registry.SourceApplication, App: app, Revision: "59615343583"}
+	for _, d := range []*registry.Directory{du, dg} {
 		checkAddrs(t, d, "127.0.0.1:33009")
 		checkOrigin(t, d, "127.0.0.1:33009", origin)
 	}
 	check := func(when string, probes ...string) {
 		t.Helper()
 		waitStatus(t, r, fmt.Sprintf("%s: %d watches (2 mappings, the app, its instance, %d probes), 1 instance", when, 4+len(probes), len(probes)),
-			func(st Status) bool {
+			func(st registry.Status) bool {
 				return st.Watches == 4+len(probes) && st.Instances == 1 && st.Applications == 1 &&
 					st.MetadataFetches == 1 && st.MetadataFailures == 0
 			})
@@ -1009,25 +1019,25 @@ func TestZooKeeperAppsRegistryGroupLayout(t *testing.T) {
 func TestZooKeeperAppsHostileNodes(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
 	const iface = "com.example.Hostile"
-	good := instanceSpec{app: "good-app", host: "10.15.0.1", port: 20880, revision: "h1", storage: StorageRemote}
+	good := instanceSpec{app: "good-app", host: "10.15.0.1", port: 20880, revision: "h1", storage: registry.StorageRemote}
 	e.addInstance(e.admin, good, 0)
 	e.addRemoteMetadata(metadataInfo("good-app", "h1", serviceSpec{iface: iface, port: 20880}))
 	garbled := e.put(e.admin, e.appPath("good-app")+"/10.15.0.2:20880", []byte(`{"name":"good-app","address":`), 0)
 	e.put(e.admin, e.appPath("good-app")+"/10.15.0.3:20880", nil, 0)
-	badMeta := instanceSpec{app: "badmeta-app", host: "10.15.0.4", port: 20880, revision: "h1", storage: StorageRemote}
+	badMeta := instanceSpec{app: "badmeta-app", host: "10.15.0.4", port: 20880, revision: "h1", storage: registry.StorageRemote}
 	e.addInstance(e.admin, badMeta, 0)
 	e.put(e.admin, e.appPath("badmeta-app")+"/h1", []byte(`{"app":"badmeta-app","revision":"h1","services":{`), 0)
 	// Empty names, blanks, names that cannot be nodes, duplicates, and an
 	// application that does not exist (dubbo-go never cleans mappings).
 	e.setMapping(iface, ",, ,bad/name,..,good-app, good-app ,ghost-app,badmeta-app,\x00,")
 
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication})
-	d := r.Subscribe(ServiceKey{Interface: iface})
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
 	defer d.Release()
 	waitReady(t, d)
 	checkAddrs(t, d, good.addr())
 	// 3 applications; 3 + 1 instance nodes, of which 2 parse.
-	waitStatus(t, r, "3 applications, 2 instances, 8 watches, a metadata failure", func(st Status) bool {
+	waitStatus(t, r, "3 applications, 2 instances, 8 watches, a metadata failure", func(st registry.Status) bool {
 		return st.Applications == 3 && st.Instances == 2 && st.Watches == 8 && st.MetadataFailures >= 1
 	})
 	if n := r.SkippedURLs(); n != 2 {
@@ -1039,7 +1049,7 @@ func TestZooKeeperAppsHostileNodes(t *testing.T) {
 	fixed.host = "10.15.0.2"
 	e.put(e.admin, garbled, fixed.data(), 0)
 	r.waitUntil(t, "the repaired instance selected", func() bool { return hasAddrs(d, good.addr(), fixed.addr()) })
-	waitStatus(t, r, "3 instances", func(st Status) bool { return st.Instances == 3 })
+	waitStatus(t, r, "3 instances", func(st registry.Status) bool { return st.Instances == 3 })
 	if n := r.SkippedURLs(); n != 2 {
 		t.Errorf("after the repair: %d skipped, want still 2", n)
 	}
@@ -1054,7 +1064,7 @@ func TestZooKeeperAppsHostileNodes(t *testing.T) {
 func TestZooKeeperAppsUnreadableApplication(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
 	const iface = "com.example.HalfLocked"
-	good := instanceSpec{app: "open-app", host: "10.19.0.1", port: 20880, revision: "u1", storage: StorageRemote}
+	good := instanceSpec{app: "open-app", host: "10.19.0.1", port: 20880, revision: "u1", storage: registry.StorageRemote}
 	e.addInstance(e.admin, good, 0)
 	e.addRemoteMetadata(metadataInfo("open-app", "u1", serviceSpec{iface: iface, port: 20880}))
 	if err := e.admin.AddAuth("digest", []byte("owner:secret")); err != nil {
@@ -1065,9 +1075,9 @@ func TestZooKeeperAppsUnreadableApplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.setMapping(iface, "locked-app,open-app")
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
 		Timeout: time.Second})
-	d := r.Subscribe(ServiceKey{Interface: iface})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
 	defer d.Release()
 	select {
 	case <-d.Ready():
@@ -1084,21 +1094,21 @@ func TestZooKeeperAppsUnreadableApplication(t *testing.T) {
 func TestZooKeeperAppsSkippedInstanceCountedOnce(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
 	const iface = "com.example.Garbled"
-	good := instanceSpec{app: "skip-app", host: "10.16.0.1", port: 20880, revision: "k1", storage: StorageRemote}
+	good := instanceSpec{app: "skip-app", host: "10.16.0.1", port: 20880, revision: "k1", storage: registry.StorageRemote}
 	e.addInstance(e.admin, good, 0)
 	e.addRemoteMetadata(metadataInfo("skip-app", "k1", serviceSpec{iface: iface, port: 20880}))
 	e.put(e.admin, e.appPath("skip-app")+"/10.16.0.2:20880", []byte("{not json"), 0)
 	e.setMapping(iface, "skip-app")
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
 		Grace: -1, WatchGC: 100 * time.Millisecond})
-	d := r.Subscribe(ServiceKey{Interface: iface})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
 	defer d.Release()
 	waitReady(t, d)
 	checkAddrs(t, d, good.addr())
 	if n := r.SkippedURLs(); n != 1 {
 		t.Fatalf("skipped %d, want 1", n)
 	}
-	orphan := r.Subscribe(ServiceKey{Interface: "com.example.Released"})
+	orphan := r.Subscribe(registry.ServiceKey{Interface: "com.example.Released"})
 	waitReady(t, orphan)
 	orphan.Release()
 	r.waitUntil(t, "recycled", func() bool { st := r.Status(); return st.SessionRecycles > 0 && st.OrphanWatches == 0 })
@@ -1114,17 +1124,17 @@ func TestZooKeeperAppsSkippedInstanceCountedOnce(t *testing.T) {
 func TestZooKeeperAppsNoRevisionNotFetched(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
 	const iface, app = "com.example.Partly", "partly-app"
-	served := instanceSpec{app: app, host: "10.17.0.1", port: 20880, revision: "p1", storage: StorageLocal}
-	java := instanceSpec{app: app, host: "10.17.0.2", port: 20880, revision: "0", storage: StorageLocal}
-	golang := instanceSpec{app: app, host: "10.17.0.3", port: 20880, revision: "N/A", storage: StorageRemote}
+	served := instanceSpec{app: app, host: "10.17.0.1", port: 20880, revision: "p1", storage: registry.StorageLocal}
+	java := instanceSpec{app: app, host: "10.17.0.2", port: 20880, revision: "0", storage: registry.StorageLocal}
+	golang := instanceSpec{app: app, host: "10.17.0.3", port: 20880, revision: "N/A", storage: registry.StorageRemote}
 	for _, in := range []instanceSpec{served, java, golang} {
 		e.addInstance(e.admin, in, 0)
 	}
 	e.setMapping(iface, app)
-	meta := &fakeMetadata{serve: serveRevisions(map[string]*MetadataInfo{"p1": metadataInfo(app, "p1", serviceSpec{iface: iface, port: 20880})})}
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication, Metadata: meta.fetch})
+	meta := &fakeMetadata{serve: serveRevisions(map[string]*registry.MetadataInfo{"p1": metadataInfo(app, "p1", serviceSpec{iface: iface, port: 20880})})}
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication, Metadata: meta.fetch})
 	defer meta.check(t)
-	d := r.Subscribe(ServiceKey{Interface: iface})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
 	defer d.Release()
 	waitReady(t, d)
 	checkAddrs(t, d, served.addr())
@@ -1138,26 +1148,26 @@ func TestZooKeeperAppsNoRevisionNotFetched(t *testing.T) {
 }
 
 // TestZooKeeperAppsMetadataCacheBounded churns an instance's revision with
-// MetadataCache 2 (ZooKeeperOptions: "entries kept ... beyond those live
+// MetadataCache 2 (Options: "entries kept ... beyond those live
 // instances use"): the 2 entries used last beyond the 2 in use stay, so a
 // revision used shortly before is not fetched again, one used long ago is,
 // and the cache never holds more.
 func TestZooKeeperAppsMetadataCacheBounded(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
 	const iface, app = "com.example.Cached", "cache-app"
-	meta := &fakeMetadata{serve: func(_ context.Context, in *Instance) (*MetadataInfo, error) {
+	meta := &fakeMetadata{serve: func(_ context.Context, in *registry.Instance) (*registry.MetadataInfo, error) {
 		return metadataInfo(app, in.Revision, serviceSpec{iface: iface, port: 20880}), nil
 	}}
-	churned := instanceSpec{app: app, host: "10.18.0.1", port: 20880, revision: "r0", storage: StorageLocal}
-	steady := instanceSpec{app: app, host: "10.18.0.2", port: 20880, revision: "r0", storage: StorageLocal}
+	churned := instanceSpec{app: app, host: "10.18.0.1", port: 20880, revision: "r0", storage: registry.StorageLocal}
+	steady := instanceSpec{app: app, host: "10.18.0.2", port: 20880, revision: "r0", storage: registry.StorageLocal}
 	path := e.addInstance(e.admin, churned, 0)
 	e.addInstance(e.admin, steady, 0)
 	e.setMapping(iface, app)
 	const inUse, cache = 2, 2
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
 		Metadata: meta.fetch, MetadataCache: cache})
 	defer meta.check(t)
-	d := r.Subscribe(ServiceKey{Interface: iface})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
 	defer d.Release()
 	waitReady(t, d)
 	checkAddrs(t, d, churned.addr(), steady.addr())
@@ -1200,14 +1210,14 @@ func TestZooKeeperAppsMetadataCacheBounded(t *testing.T) {
 func TestZooKeeperAppsReRegistrationKeepsProviders(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
 	const iface, app = "com.example.Rereg", "rereg-app"
-	inst := instanceSpec{app: app, host: "10.12.0.1", port: 20880, revision: "r1", storage: StorageLocal}
+	inst := instanceSpec{app: app, host: "10.12.0.1", port: 20880, revision: "r1", storage: registry.StorageLocal}
 	meta := &fakeMetadata{started: make(chan string, 16),
-		serve: serveRevisions(map[string]*MetadataInfo{"r1": metadataInfo(app, "r1", serviceSpec{iface: iface, port: 20880})})}
+		serve: serveRevisions(map[string]*registry.MetadataInfo{"r1": metadataInfo(app, "r1", serviceSpec{iface: iface, port: 20880})})}
 	path := e.addInstance(e.admin, inst, 0)
 	e.setMapping(iface, app)
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Discovery: DiscoveryApplication,
 		Metadata: meta.fetch, MetadataTimeout: waitLimit})
-	key := ServiceKey{Interface: iface}
+	key := registry.ServiceKey{Interface: iface}
 	d := r.Subscribe(key)
 	defer d.Release()
 	waitReady(t, d)

@@ -1,4 +1,4 @@
-package registry
+package zookeeper
 
 import (
 	"context"
@@ -10,14 +10,26 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/dubbogw/dubbogw/internal/testenv"
+	"github.com/dubbogw/dubbogw/registry"
 )
 
-// lookupNow asks r about iface, waiting while the catalog is being read.
-func lookupNow(t *testing.T, r *testRegistry, iface string) Presence {
+// lookupNow asks r about iface, waiting while the catalog is being read,
+// as registry.References.OnDemand does (registry.Catalog's contract).
+func lookupNow(t *testing.T, r *testRegistry, iface string) registry.Presence {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	return presence(ctx, r, iface)
+	for {
+		p, wait := r.Lookup(iface)
+		if p != registry.PresenceUnknown || wait == nil {
+			return p
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return registry.PresenceUnknown
+		}
+	}
 }
 
 // TestZooKeeperCatalog: the registry knows which interfaces exist from one
@@ -31,15 +43,15 @@ func lookupNow(t *testing.T, r *testRegistry, iface string) Presence {
 func TestZooKeeperCatalog(t *testing.T) {
 	server := testenv.StartZooKeeper(t) // alone on it: every watch is the registry's
 	e := newZKEnv(t, server.Addr())
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{server.Addr()}, Root: e.group, Discovery: DiscoveryAuto,
+	r := startRegistry(t, Options{Addrs: []string{server.Addr()}, Root: e.group, Discovery: DiscoveryAuto,
 		SessionTimeout: 4 * time.Second, Timeout: time.Second})
 
 	// Neither /<root> nor /<root>/mapping exists yet: exists watches.
-	if p := lookupNow(t, r, "com.example.Nobody"); p != PresenceAbsent {
+	if p := lookupNow(t, r, "com.example.Nobody"); p != registry.PresenceAbsent {
 		t.Fatalf("before anything is registered: %v", p)
 	}
 	for i := range 10_000 {
-		if p, _ := r.Lookup(fmt.Sprintf("com.example.Nobody%d", i)); p != PresenceAbsent {
+		if p, _ := r.Lookup(fmt.Sprintf("com.example.Nobody%d", i)); p != registry.PresenceAbsent {
 			t.Fatalf("name %d: %v", i, p)
 		}
 	}
@@ -49,14 +61,14 @@ func TestZooKeeperCatalog(t *testing.T) {
 
 	// Interface level: the interface's node appears under the root.
 	e.addProvider(e.admin, "com.example.A", "10.0.0.1:20880", "", 0)
-	r.waitUntil(t, "com.example.A present", func() bool { p, _ := r.Lookup("com.example.A"); return p == PresencePresent })
+	r.waitUntil(t, "com.example.A present", func() bool { p, _ := r.Lookup("com.example.A"); return p == registry.PresencePresent })
 	// Application level: a mapping node appears.
 	e.ensure(e.root + "/mapping")
 	if _, err := e.admin.Create(e.root+"/mapping/com.example.B", []byte("app-b"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	r.waitUntil(t, "com.example.B present", func() bool { p, _ := r.Lookup("com.example.B"); return p == PresencePresent })
-	if p, _ := r.Lookup("com.example.Nobody"); p != PresenceAbsent {
+	r.waitUntil(t, "com.example.B present", func() bool { p, _ := r.Lookup("com.example.B"); return p == registry.PresencePresent })
+	if p, _ := r.Lookup("com.example.Nobody"); p != registry.PresenceAbsent {
 		t.Fatalf("still nobody: %v", p)
 	}
 	// The event that showed B re-arms the mapping watch; the server holds
@@ -69,11 +81,11 @@ func TestZooKeeperCatalog(t *testing.T) {
 	server.Stop()
 	r.waitUntil(t, "unknown while ZooKeeper is down", func() bool {
 		p, wait := r.Lookup("com.example.Nobody")
-		return p == PresenceUnknown && wait == nil
+		return p == registry.PresenceUnknown && wait == nil
 	})
 	server.Start()
-	r.waitUntil(t, "known again", func() bool { p, _ := r.Lookup("com.example.A"); return p == PresencePresent })
-	if p, _ := r.Lookup("com.example.Nobody"); p != PresenceAbsent {
+	r.waitUntil(t, "known again", func() bool { p, _ := r.Lookup("com.example.A"); return p == registry.PresencePresent })
+	if p, _ := r.Lookup("com.example.Nobody"); p != registry.PresenceAbsent {
 		t.Fatalf("nobody after ZooKeeper came back: %v", p)
 	}
 }
@@ -88,12 +100,12 @@ func TestZooKeeperCatalogModes(t *testing.T) {
 	e.ensure(e.root + "/mapping/com.example.App")
 	for _, tc := range []struct {
 		mode             string
-		iface, mappedApp Presence
+		iface, mappedApp registry.Presence
 	}{
-		{DiscoveryInterface, PresencePresent, PresenceAbsent},
-		{DiscoveryApplication, PresenceAbsent, PresencePresent},
+		{DiscoveryInterface, registry.PresencePresent, registry.PresenceAbsent},
+		{DiscoveryApplication, registry.PresenceAbsent, registry.PresencePresent},
 	} {
-		r := startRegistry(t, ZooKeeperOptions{Addrs: []string{server.Addr()}, Root: e.group, Discovery: tc.mode})
+		r := startRegistry(t, Options{Addrs: []string{server.Addr()}, Root: e.group, Discovery: tc.mode})
 		if p := lookupNow(t, r, "com.example.Iface"); p != tc.iface {
 			t.Errorf("%s: an interface-level interface is %v", tc.mode, p)
 		}
@@ -115,15 +127,15 @@ func TestZooKeeperCatalogModes(t *testing.T) {
 // followed again through that watch.
 func TestZooKeeperDroppedWatchesHoldNoGoroutine(t *testing.T) {
 	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
-	r := startRegistry(t, ZooKeeperOptions{Addrs: []string{e.addr}, Root: e.group, Grace: -1, WatchGC: -1})
-	probe := r.Subscribe(ServiceKey{Interface: "com.example.Probe"}) // the session and its goroutines are up
+	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Grace: -1, WatchGC: -1})
+	probe := r.Subscribe(registry.ServiceKey{Interface: "com.example.Probe"}) // the session and its goroutines are up
 	waitReady(t, probe)
 	defer probe.Release()
 	before := runtime.NumGoroutine()
 
 	const n = 200
 	for i := range n {
-		d := r.Subscribe(ServiceKey{Interface: fmt.Sprintf("com.example.Dropped%d", i)})
+		d := r.Subscribe(registry.ServiceKey{Interface: fmt.Sprintf("com.example.Dropped%d", i)})
 		waitReady(t, d)
 		d.Release()
 	}
@@ -136,10 +148,10 @@ func TestZooKeeperDroppedWatchesHoldNoGoroutine(t *testing.T) {
 	// Watched again: its old providers watch (an exists watch, still set)
 	// tells when the node appears.
 	const again = "com.example.Dropped7"
-	d := r.Subscribe(ServiceKey{Interface: again})
+	d := r.Subscribe(registry.ServiceKey{Interface: again})
 	defer d.Release()
 	waitReady(t, d)
-	r.waitUntil(t, "answered", func() bool { return d.State() == DirOK })
+	r.waitUntil(t, "answered", func() bool { return d.State() == registry.DirOK })
 	if n := r.armCount(e.nodePath(again, "providers")); n != 1 {
 		t.Fatalf("providers watch armed %d times: want once, the old one re-used", n)
 	}

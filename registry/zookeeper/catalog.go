@@ -1,4 +1,6 @@
-package registry
+package zookeeper
+
+import "github.com/dubbogw/dubbogw/registry"
 
 // This file is the registry's catalog: which interfaces are registered at
 // all, known from one child watch on the registry root (interface level:
@@ -39,20 +41,20 @@ func (c *zkCatalog) has(iface string) bool {
 // until they are read on the current connection, and while ZooKeeper is
 // unreachable, the answer is PresenceUnknown (with a channel to wait on
 // while the listings are being read, nil while unreachable).
-func (z *ZooKeeper) Lookup(iface string) (Presence, <-chan struct{}) {
+func (z *Registry) Lookup(iface string) (registry.Presence, <-chan struct{}) {
 	if !z.catalogWanted.Load() && z.catalogWanted.CompareAndSwap(false, true) {
 		z.poke()
 	}
 	c := z.catalog.Load()
 	switch {
 	case c.known && c.has(iface):
-		return PresencePresent, nil
+		return registry.PresencePresent, nil
 	case c.known:
-		return PresenceAbsent, nil
+		return registry.PresenceAbsent, nil
 	case z.unreachable.Load() || z.closed.Load():
-		return PresenceUnknown, nil
+		return registry.PresenceUnknown, nil
 	}
-	return PresenceUnknown, c.changed
+	return registry.PresenceUnknown, c.changed
 }
 
 // catalogState is the worker's side of the catalog.

@@ -1,4 +1,4 @@
-package registry
+package zookeeper
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/registry"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -64,7 +65,7 @@ const (
 // helpers, which Close waits on (and the clients, which Close closes once
 // the worker has returned).
 type zkWorker struct {
-	z       *ZooKeeper
+	z       *Registry
 	client  *zkClient // the client in use
 	hooks   zkHooks
 	late    chan lateResult // results of operations the worker stopped waiting for
@@ -74,7 +75,7 @@ type zkWorker struct {
 	ifaces    map[string]*ifaceState
 	apps      map[string]*appState  // applications named by the mapping nodes of live interfaces
 	watches   map[string]*pathWatch // by path, also those of released nodes until they fire
-	consumers map[ServiceKey]*consumerNode
+	consumers map[registry.ServiceKey]*consumerNode
 	dirty     map[*ifaceState]struct{} // interfaces to publish again
 	cat       *catalogState            // nil until the catalog is first wanted
 
@@ -108,7 +109,7 @@ type zkWorker struct {
 // ifaceState is what the worker knows of one interface with live directories.
 type ifaceState struct {
 	name string
-	dirs map[ServiceKey]*Directory
+	dirs map[registry.ServiceKey]*registry.Directory
 	// paths are the nodes read for the interface: providers and
 	// configurators (interface-level discovery), mapping (application
 	// level), as the registry's discovery mode says.
@@ -161,7 +162,7 @@ type pathWatch struct {
 
 // consumerNode is the gateway's registration as a consumer of one key.
 type consumerNode struct {
-	key        ServiceKey
+	key        registry.ServiceKey
 	path       string // fixed at the first registration, re-used after a session expiry
 	want       bool
 	registered bool
@@ -199,7 +200,7 @@ type authOp struct{}
 // session recycle was readying: the recycle was abandoned, nothing to do.
 type recycleOp struct{}
 
-func newZKWorker(z *ZooKeeper, client *zkClient) *zkWorker {
+func newZKWorker(z *Registry, client *zkClient) *zkWorker {
 	return &zkWorker{
 		z:         z,
 		client:    client,
@@ -209,7 +210,7 @@ func newZKWorker(z *ZooKeeper, client *zkClient) *zkWorker {
 		ifaces:    make(map[string]*ifaceState),
 		apps:      make(map[string]*appState),
 		watches:   make(map[string]*pathWatch),
-		consumers: make(map[ServiceKey]*consumerNode),
+		consumers: make(map[registry.ServiceKey]*consumerNode),
 		dirty:     make(map[*ifaceState]struct{}),
 		meta:      make(map[metaKey]*metaEntry),
 		metaDone:  make(chan metaResult),
@@ -374,7 +375,7 @@ func (w *zkWorker) syncSubscriptions() {
 		w.z.mu.Unlock()
 		return
 	}
-	changed := make(map[string]map[ServiceKey]*Directory, len(w.z.changed))
+	changed := make(map[string]map[registry.ServiceKey]*registry.Directory, len(w.z.changed))
 	for name := range w.z.changed {
 		changed[name] = maps.Clone(w.z.want[name])
 	}
@@ -386,7 +387,7 @@ func (w *zkWorker) syncSubscriptions() {
 }
 
 // reconcile makes interface name's state hold exactly the directories in want.
-func (w *zkWorker) reconcile(name string, want map[ServiceKey]*Directory) {
+func (w *zkWorker) reconcile(name string, want map[registry.ServiceKey]*registry.Directory) {
 	s := w.ifaces[name]
 	if s == nil && len(want) > 0 {
 		if !validNodeName(name) {
@@ -439,7 +440,7 @@ func validNodeName(name string) bool {
 func (w *zkWorker) newIface(name string) *ifaceState {
 	s := &ifaceState{
 		name:          name,
-		dirs:          make(map[ServiceKey]*Directory),
+		dirs:          make(map[registry.ServiceKey]*registry.Directory),
 		providerNodes: make(map[string]*providerNode),
 		overrideNodes: make(map[string]*override),
 	}
@@ -519,7 +520,7 @@ func (w *zkWorker) forget(pw *pathWatch) {
 	}
 }
 
-func (w *zkWorker) register(key ServiceKey) {
+func (w *zkWorker) register(key registry.ServiceKey) {
 	if !w.z.opts.Register {
 		return
 	}
@@ -531,7 +532,7 @@ func (w *zkWorker) register(key ServiceKey) {
 	c.want = true
 }
 
-func (w *zkWorker) unregister(key ServiceKey) {
+func (w *zkWorker) unregister(key registry.ServiceKey) {
 	if c := w.consumers[key]; c != nil {
 		c.want = false
 	}
@@ -1082,15 +1083,15 @@ func (w *zkWorker) publish(s *ifaceState) {
 	next := make(map[overridden]*cluster.Provider, len(s.reweighted))
 	for key, d := range s.dirs {
 		snap := buildSnapshot(key, nodes, s.overrides, s.reweighted, next)
-		var origins map[string]ProviderOrigin
+		var origins map[string]registry.ProviderOrigin
 		if w.z.applicationLevel() {
 			origins = providerOrigins(key, nodes)
 		}
-		if d.State() == DirOK && slices.Equal(d.Providers(), snap) && maps.Equal(d.origins(), origins) {
+		if d.State() == registry.DirOK && slices.Equal(d.Providers(), snap) && maps.Equal(d.Origins(), origins) {
 			continue
 		}
 		prev := d.Providers()
-		d.setWithOrigins(snap, origins)
+		d.SetWithOrigins(snap, origins)
 		if w.hooks.published != nil {
 			w.hooks.published(key, snap)
 		}
@@ -1099,7 +1100,7 @@ func (w *zkWorker) publish(s *ifaceState) {
 	s.reweighted = next
 }
 
-// redialNew hands ZooKeeperOptions.Redial the address of every provider
+// redialNew hands Options.Redial the address of every provider
 // in snap that prev did not have: one that registered (again), perhaps a
 // process restarted on an address the client is still backing off from.
 func (w *zkWorker) redialNew(prev, snap []*cluster.Provider) {
@@ -1220,9 +1221,9 @@ func createEphemeral(conn *zk.Conn, path string) error {
 
 // publishStatus makes the worker's view readable by Status.
 func (w *zkWorker) publishStatus() {
-	st := Status{
+	st := registry.Status{
 		Type:            "zookeeper",
-		State:           StateConnecting,
+		State:           registry.StateConnecting,
 		Degraded:        w.z.unreachable.Load(),
 		Error:           w.lastErr,
 		Reconnects:      w.reconnects,
@@ -1230,9 +1231,9 @@ func (w *zkWorker) publishStatus() {
 	}
 	switch {
 	case w.connected:
-		st.State = StateConnected
+		st.State = registry.StateConnected
 	case w.everConnected:
-		st.State = StateDisconnected
+		st.State = registry.StateDisconnected
 	}
 	st.Watches, st.OrphanWatches = w.countWatches()
 	st.Applications, st.Instances = w.appCounts()
@@ -1245,7 +1246,7 @@ func (w *zkWorker) publishStatus() {
 		}
 	}
 	w.z.statusMu.Lock()
-	if w.z.status.State != StateClosed {
+	if w.z.status.State != registry.StateClosed {
 		w.z.status = st
 	}
 	w.z.statusMu.Unlock()

@@ -1,4 +1,10 @@
-package registry
+// Package zookeeper is the registry.Registry that finds Dubbo providers in
+// ZooKeeper: it reads Dubbo's interface-level layout (providers and
+// configurators nodes) and Dubbo 3's application-level one (mapping nodes,
+// application instances and their metadata), keeps one watch per node
+// however many service keys use it, and publishes what it reads as
+// registry.Directory snapshots.
+package zookeeper
 
 import (
 	"context"
@@ -13,11 +19,12 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/registry"
 	"github.com/go-zookeeper/zk"
 )
 
-// ZooKeeperOptions configures a ZooKeeper registry.
-type ZooKeeperOptions struct {
+// Options configures a ZooKeeper registry.
+type Options struct {
 	// Addrs are the ZooKeeper servers, "host:port"; at least one.
 	Addrs []string
 	// Root is the root node, Dubbo's registry group: "dubbo" (the default)
@@ -70,7 +77,7 @@ type ZooKeeperOptions struct {
 	// Metadata fetches the metadata of an instance that keeps it itself
 	// (storage "local": its MetadataService); without it such instances
 	// are skipped. Metadata stored remotely is read from ZooKeeper.
-	Metadata MetadataFetcher
+	Metadata registry.MetadataFetcher
 	// MetadataTimeout bounds one metadata fetch. Default 3s.
 	MetadataTimeout time.Duration
 	// MetadataConcurrency bounds the fetches under way. Default 8.
@@ -89,27 +96,21 @@ type ZooKeeperOptions struct {
 	Logger *slog.Logger
 }
 
-// Discovery modes, ZooKeeperOptions.Discovery.
+// Discovery modes, Options.Discovery.
 const (
 	DiscoveryInterface   = "interface"
 	DiscoveryApplication = "application"
 	DiscoveryAuto        = "auto"
 )
 
-// MetadataFetcher calls an instance's MetadataService:
-// getMetadataInfo(inst.Revision) on inst.MetadataServiceAddr(), group
-// inst.MetadataServiceGroup(), version 1.0.0. It must return by ctx's
-// deadline.
-type MetadataFetcher func(ctx context.Context, inst *Instance) (*MetadataInfo, error)
-
-// ZooKeeper is a Registry reading Dubbo's layouts in ZooKeeper, the
-// interface-level one:
+// Registry is a registry.Registry (and a registry.Catalog) reading
+// Dubbo's layouts in ZooKeeper, the interface-level one:
 //
 //	/<root>/<interface>/providers/<URL-encoded provider URL>
 //	/<root>/<interface>/configurators/<URL-encoded override URL>
 //	/<root>/<interface>/consumers/<URL-encoded consumer URL>   (Register)
 //
-// and Dubbo 3's application-level one (see zookeeper_apps.go):
+// and Dubbo 3's application-level one (see apps.go):
 //
 //	/<root>/mapping/<interface>            "app1,app2"
 //	<services root>/<app>/<ip:port>         the instance, with its metadata's revision
@@ -122,15 +123,15 @@ type MetadataFetcher func(ctx context.Context, inst *Instance) (*MetadataInfo, e
 // nudge it, so no caller ever waits for ZooKeeper, and however often a key
 // is asked for, its interface is watched once. Watches of released
 // interfaces are cleared by recycling the session (see WatchGC).
-type ZooKeeper struct {
-	opts         ZooKeeperOptions
+type Registry struct {
+	opts         Options
 	root         string          // "/dubbo"
 	servicesRoot string          // "/services"
 	ctx          context.Context // ends at Close: metadata fetches use it
 	cancel       context.CancelFunc
 	log          *slog.Logger
 	hooks        zkHooks
-	dirs         Directories
+	dirs         registry.Directories
 	worker       *zkWorker
 	current      atomic.Pointer[zkClient] // the client in use, for sessionID
 
@@ -142,7 +143,7 @@ type ZooKeeper struct {
 	localHost   atomic.Pointer[string] // local host of the latest connection to ZooKeeper
 	unreachable atomic.Bool            // new directories are marked stale at once
 	// catalog is what the registry knows of the interfaces registered
-	// (zookeeper_catalog.go); catalogWanted starts reading it.
+	// (catalog.go); catalogWanted starts reading it.
 	catalog       atomic.Pointer[zkCatalog]
 	catalogWanted atomic.Bool
 	closed        atomic.Bool
@@ -150,12 +151,19 @@ type ZooKeeper struct {
 
 	// mu guards what the directory callbacks hand to the worker.
 	mu      sync.Mutex
-	want    map[string]map[ServiceKey]*Directory // interface → live directories
-	changed map[string]struct{}                  // interfaces whose directories changed since the worker looked
+	want    map[string]map[registry.ServiceKey]*registry.Directory // interface → live directories
+	changed map[string]struct{}                                    // interfaces whose directories changed since the worker looked
 
 	statusMu sync.Mutex
-	status   Status
+	status   registry.Status
 }
+
+// Registry serves as a registry, and as the catalog References.OnDemand
+// asks before subscribing.
+var (
+	_ registry.Registry = (*Registry)(nil)
+	_ registry.Catalog  = (*Registry)(nil)
+)
 
 // zkClient is one go-zookeeper client: a connection to the ensemble, the
 // session it keeps across reconnections, and what its session events said
@@ -208,23 +216,23 @@ const (
 // zkHooks let tests observe the worker; every hook runs on the worker's
 // goroutine, except dial.
 type zkHooks struct {
-	published func(ServiceKey, []*cluster.Provider) // a directory was Set
-	armed     func(path string)                     // a watch was set on path
-	fired     func(path string)                     // a counted watch on path fired
-	stepped   func()                                // the worker finished a round of work
-	recycle   func(stage string, orphans int)       // a session recycle reached stage, with this many orphan watches
-	dial      func() error                          // a client dials ZooKeeper (on the client's goroutine): an error fails the dial
+	published func(registry.ServiceKey, []*cluster.Provider) // a directory was Set
+	armed     func(path string)                              // a watch was set on path
+	fired     func(path string)                              // a counted watch on path fired
+	stepped   func()                                         // the worker finished a round of work
+	recycle   func(stage string, orphans int)                // a session recycle reached stage, with this many orphan watches
+	dial      func() error                                   // a client dials ZooKeeper (on the client's goroutine): an error fails the dial
 }
 
-// NewZooKeeper starts a ZooKeeper registry. It connects in the background,
+// New starts a ZooKeeper registry. It connects in the background,
 // so it fails only on bad options, never because ZooKeeper is down:
 // directories created meanwhile are marked stale once Timeout has passed
 // without a session, and fill in when ZooKeeper answers.
-func NewZooKeeper(opts ZooKeeperOptions) (*ZooKeeper, error) {
-	return newZooKeeper(opts, zkHooks{})
+func New(opts Options) (*Registry, error) {
+	return newWithHooks(opts, zkHooks{})
 }
 
-func newZooKeeper(opts ZooKeeperOptions, hooks zkHooks) (*ZooKeeper, error) {
+func newWithHooks(opts Options, hooks zkHooks) (*Registry, error) {
 	if len(opts.Addrs) == 0 {
 		return nil, errors.New("zookeeper registry: no address")
 	}
@@ -284,7 +292,7 @@ func newZooKeeper(opts ZooKeeperOptions, hooks zkHooks) (*ZooKeeper, error) {
 		opts.MetadataCache = 1024
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	z := &ZooKeeper{
+	z := &Registry{
 		opts:         opts,
 		root:         "/" + root,
 		servicesRoot: servicesRoot,
@@ -295,9 +303,9 @@ func newZooKeeper(opts ZooKeeperOptions, hooks zkHooks) (*ZooKeeper, error) {
 		nudge:        make(chan struct{}, 1),
 		quit:         make(chan struct{}),
 		workerDone:   make(chan struct{}),
-		want:         make(map[string]map[ServiceKey]*Directory),
+		want:         make(map[string]map[registry.ServiceKey]*registry.Directory),
 		changed:      make(map[string]struct{}),
-		status:       Status{Type: "zookeeper", State: StateConnecting},
+		status:       registry.Status{Type: "zookeeper", State: registry.StateConnecting},
 	}
 	z.catalog.Store(newZKCatalog())
 	z.dirs.Grace = opts.Grace
@@ -316,7 +324,7 @@ func newZooKeeper(opts ZooKeeperOptions, hooks zkHooks) (*ZooKeeper, error) {
 
 // connect starts a client, which connects and keeps a session in the
 // background.
-func (z *ZooKeeper) connect() (*zkClient, error) {
+func (z *Registry) connect() (*zkClient, error) {
 	c := &zkClient{}
 	conn, events, err := zk.Connect(z.opts.Addrs, z.opts.SessionTimeout,
 		zk.WithHostProvider(&hostList{}),
@@ -336,7 +344,7 @@ func (z *ZooKeeper) connect() (*zkClient, error) {
 
 // awaitClient waits, at most Timeout, until a closed client's goroutines
 // have ended (the client closes its event channel then).
-func (z *ZooKeeper) awaitClient(c *zkClient) {
+func (z *Registry) awaitClient(c *zkClient) {
 	deadline := time.NewTimer(z.opts.Timeout)
 	defer deadline.Stop()
 	for {
@@ -352,15 +360,15 @@ func (z *ZooKeeper) awaitClient(c *zkClient) {
 	}
 }
 
-func (z *ZooKeeper) interfaceLevel() bool   { return z.opts.Discovery != DiscoveryApplication }
-func (z *ZooKeeper) applicationLevel() bool { return z.opts.Discovery != DiscoveryInterface }
+func (z *Registry) interfaceLevel() bool   { return z.opts.Discovery != DiscoveryApplication }
+func (z *Registry) applicationLevel() bool { return z.opts.Discovery != DiscoveryInterface }
 
 // sessionID is the session of the client in use.
-func (z *ZooKeeper) sessionID() int64 { return z.current.Load().conn.SessionID() }
+func (z *Registry) sessionID() int64 { return z.current.Load().conn.SessionID() }
 
 // Subscribe returns key's directory, creating it on first use. It only
 // records the key and nudges the worker: it never waits for ZooKeeper.
-func (z *ZooKeeper) Subscribe(key ServiceKey) *Directory {
+func (z *Registry) Subscribe(key registry.ServiceKey) *registry.Directory {
 	d := z.dirs.Acquire(key)
 	if z.closed.Load() {
 		d.MarkStale()
@@ -369,11 +377,11 @@ func (z *ZooKeeper) Subscribe(key ServiceKey) *Directory {
 }
 
 // Directories reports the live directories.
-func (z *ZooKeeper) Directories() []DirectoryStatus { return z.dirs.Status() }
+func (z *Registry) Directories() []registry.DirectoryStatus { return z.dirs.Status() }
 
 // Status reports the connection and the counts of subscriptions, watches
 // (live and orphan), session recycles and consumer registrations.
-func (z *ZooKeeper) Status() Status {
+func (z *Registry) Status() registry.Status {
 	z.statusMu.Lock()
 	st := z.status
 	z.statusMu.Unlock()
@@ -384,12 +392,12 @@ func (z *ZooKeeper) Status() Status {
 // SkippedURLs counts the provider and override URLs ignored because the
 // gateway cannot use them (another protocol or serialization, malformed);
 // each is logged once, when it first appears.
-func (z *ZooKeeper) SkippedURLs() uint64 { return z.skipped.Load() }
+func (z *Registry) SkippedURLs() uint64 { return z.skipped.Load() }
 
 // Close closes the session, so ZooKeeper removes the gateway's consumer
 // nodes, and stops every goroutine the registry started. Directories keep
 // their last providers.
-func (z *ZooKeeper) Close() error {
+func (z *Registry) Close() error {
 	z.closeOnce.Do(func() {
 		z.closed.Store(true)
 		z.dirs.Close()
@@ -409,7 +417,7 @@ func (z *ZooKeeper) Close() error {
 			z.awaitClient(c)
 		}
 		z.statusMu.Lock()
-		z.status.State = StateClosed
+		z.status.State = registry.StateClosed
 		z.status.Watches = 0
 		z.status.OrphanWatches = 0
 		z.status.Registered = 0
@@ -419,12 +427,12 @@ func (z *ZooKeeper) Close() error {
 }
 
 // onFirst runs when key gets a directory (with the directories' lock held).
-func (z *ZooKeeper) onFirst(d *Directory) {
+func (z *Registry) onFirst(d *registry.Directory) {
 	key := d.Key()
 	z.mu.Lock()
 	m := z.want[key.Interface]
 	if m == nil {
-		m = make(map[ServiceKey]*Directory)
+		m = make(map[registry.ServiceKey]*registry.Directory)
 		z.want[key.Interface] = m
 	}
 	m[key] = d
@@ -438,7 +446,7 @@ func (z *ZooKeeper) onFirst(d *Directory) {
 
 // onLast runs when key's directory is released (with the directories'
 // lock held).
-func (z *ZooKeeper) onLast(d *Directory) {
+func (z *Registry) onLast(d *registry.Directory) {
 	key := d.Key()
 	z.mu.Lock()
 	if m := z.want[key.Interface]; m[key] == d {
@@ -452,7 +460,7 @@ func (z *ZooKeeper) onLast(d *Directory) {
 	z.poke()
 }
 
-func (z *ZooKeeper) poke() {
+func (z *Registry) poke() {
 	select {
 	case z.nudge <- struct{}{}:
 	default:
@@ -461,7 +469,7 @@ func (z *ZooKeeper) poke() {
 
 // dial connects to a ZooKeeper server and remembers the local address, the
 // default host of consumer URLs.
-func (z *ZooKeeper) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+func (z *Registry) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
 	if z.hooks.dial != nil {
 		if err := z.hooks.dial(); err != nil {
 			return nil, err

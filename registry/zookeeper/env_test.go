@@ -1,4 +1,4 @@
-package registry
+package zookeeper
 
 import (
 	"errors"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/internal/testenv"
+	"github.com/dubbogw/dubbogw/registry"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -250,7 +251,7 @@ func (e *zkEnv) waitGone(path string) {
 
 // testRegistry is a ZooKeeper registry with the worker's hooks observed.
 type testRegistry struct {
-	*ZooKeeper
+	*Registry
 	steps chan struct{} // a worker round ended
 
 	mu        sync.Mutex
@@ -260,17 +261,17 @@ type testRegistry struct {
 }
 
 type publication struct {
-	key   ServiceKey
+	key   registry.ServiceKey
 	addrs []string
 }
 
-func startRegistry(t *testing.T, opts ZooKeeperOptions) *testRegistry {
+func startRegistry(t *testing.T, opts Options) *testRegistry {
 	t.Helper()
 	return startRegistryWith(t, opts, zkHooks{})
 }
 
 // startRegistryWith is startRegistry with extra's recycle and dial hooks.
-func startRegistryWith(t *testing.T, opts ZooKeeperOptions, extra zkHooks) *testRegistry {
+func startRegistryWith(t *testing.T, opts Options, extra zkHooks) *testRegistry {
 	t.Helper()
 	r := &testRegistry{steps: make(chan struct{}, 1), arms: make(map[string]int), fires: make(map[string]int)}
 	if opts.Logger == nil {
@@ -281,7 +282,7 @@ func startRegistryWith(t *testing.T, opts ZooKeeperOptions, extra zkHooks) *test
 		// watches; those of application-level discovery say their mode.
 		opts.Discovery = DiscoveryInterface
 	}
-	z, err := newZooKeeper(opts, zkHooks{
+	z, err := newWithHooks(opts, zkHooks{
 		stepped: func() {
 			select {
 			case r.steps <- struct{}{}:
@@ -298,7 +299,7 @@ func startRegistryWith(t *testing.T, opts ZooKeeperOptions, extra zkHooks) *test
 			r.fires[path]++
 			r.mu.Unlock()
 		},
-		published: func(key ServiceKey, ps []*cluster.Provider) {
+		published: func(key registry.ServiceKey, ps []*cluster.Provider) {
 			r.mu.Lock()
 			r.published = append(r.published, publication{key, addrsOf(ps)})
 			r.mu.Unlock()
@@ -309,7 +310,7 @@ func startRegistryWith(t *testing.T, opts ZooKeeperOptions, extra zkHooks) *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.ZooKeeper = z
+	r.Registry = z
 	t.Cleanup(func() { z.Close() })
 	return r
 }
@@ -377,7 +378,7 @@ func waitGoroutines(t *testing.T, n int) {
 	}
 }
 
-func waitReady(t *testing.T, d *Directory) {
+func waitReady(t *testing.T, d *registry.Directory) {
 	t.Helper()
 	select {
 	case <-d.Ready():
