@@ -59,6 +59,7 @@ func (z *Registry) Lookup(iface string) (registry.Presence, <-chan struct{}) {
 
 // catalogState is the worker's side of the catalog.
 type catalogState struct {
+	z       *Registry
 	root    *pathWatch // children of /<root>; nil without interface-level discovery
 	mapping *pathWatch // children of /<root>/mapping; nil without application level
 	ifaces  map[string]struct{}
@@ -69,52 +70,44 @@ type catalogState struct {
 	published struct{ known, unreachable bool }
 }
 
-// syncCatalog starts watching the listings once the catalog is wanted.
-func (w *zkWorker) syncCatalog() {
-	if w.cat != nil || !w.z.catalogWanted.Load() {
-		return
+// newCatalogState starts watching the listings, once the catalog is
+// wanted.
+func newCatalogState(z *Registry, ws *watches) *catalogState {
+	c := &catalogState{z: z}
+	if z.interfaceLevel() {
+		c.root = ws.watch(z.root, nodeRoot, "", "")
 	}
-	w.cat = &catalogState{}
-	if w.z.interfaceLevel() {
-		w.cat.root = w.watch(w.z.root, nodeRoot, "", "")
+	if z.applicationLevel() {
+		c.mapping = ws.watch(z.root+"/mapping", nodeMappingRoot, "", "")
 	}
-	if w.z.applicationLevel() {
-		w.cat.mapping = w.watch(w.z.root+"/mapping", nodeMappingRoot, "", "")
-	}
+	return c
 }
 
-// takeListing takes a listing of the registry root or of the mapping node.
-func (w *zkWorker) takeListing(pw *pathWatch, children []string) {
-	if w.cat == nil {
-		return
-	}
+// take takes a listing of the registry root or of the mapping node.
+func (c *catalogState) take(pw *pathWatch, children []string) {
 	names := make(map[string]struct{}, len(children))
-	for _, c := range children {
-		names[c] = struct{}{}
+	for _, child := range children {
+		names[child] = struct{}{}
 	}
-	if pw == w.cat.root {
-		w.cat.ifaces = names
+	if pw == c.root {
+		c.ifaces = names
 	} else {
-		w.cat.mapped = names
+		c.mapped = names
 	}
-	w.cat.changed = true
+	c.changed = true
 }
 
-// publishCatalog publishes the catalog when a listing changed, or when it
+// publish publishes the catalog when a listing changed, or when it
 // became known or unknown (a connection lost, the registry found
 // unreachable), waking the lookups waiting for it.
-func (w *zkWorker) publishCatalog() {
-	c := w.cat
-	if c == nil {
-		return
-	}
-	known := w.connected
+func (c *catalogState) publish(connected bool) {
+	known := connected
 	for _, pw := range []*pathWatch{c.root, c.mapping} {
 		if pw != nil && !pw.read {
 			known = false
 		}
 	}
-	unreachable := w.z.unreachable.Load()
+	unreachable := c.z.unreachable.Load()
 	if !c.changed && c.published.known == known && c.published.unreachable == unreachable {
 		return
 	}
@@ -122,6 +115,6 @@ func (w *zkWorker) publishCatalog() {
 	c.published.known, c.published.unreachable = known, unreachable
 	next := newZKCatalog()
 	next.known, next.ifaces, next.mapped = known, c.ifaces, c.mapped
-	prev := w.z.catalog.Swap(next)
+	prev := c.z.catalog.Swap(next)
 	close(prev.changed)
 }

@@ -3,7 +3,6 @@ package zookeeper
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -118,43 +117,4 @@ func TestZooKeeperCatalogModes(t *testing.T) {
 		r.Close()
 		testenv.WaitFor(t, waitLimit, "the closed session's watches gone", func() bool { return watchCount(t, server.Addr()) == 0 })
 	}
-}
-
-// TestZooKeeperDroppedWatchesHoldNoGoroutine: released interfaces' watches
-// stay on the server until a session recycle (go-zookeeper cannot remove
-// them), but the helpers that waited for their events end at once; an
-// interface subscribed again while its old watch is still set is
-// followed again through that watch.
-func TestZooKeeperDroppedWatchesHoldNoGoroutine(t *testing.T) {
-	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
-	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Grace: -1, WatchGC: -1})
-	probe := r.Subscribe(registry.ServiceKey{Interface: "com.example.Probe"}) // the session and its goroutines are up
-	waitReady(t, probe)
-	defer probe.Release()
-	before := runtime.NumGoroutine()
-
-	const n = 200
-	for i := range n {
-		d := r.Subscribe(registry.ServiceKey{Interface: fmt.Sprintf("com.example.Dropped%d", i)})
-		waitReady(t, d)
-		d.Release()
-	}
-	r.waitUntil(t, "every interface dropped", func() bool {
-		st := r.Status()
-		return st.Watches == 2 && st.OrphanWatches == 2*n
-	})
-	waitGoroutines(t, before+5)
-
-	// Watched again: its old providers watch (an exists watch, still set)
-	// tells when the node appears.
-	const again = "com.example.Dropped7"
-	d := r.Subscribe(registry.ServiceKey{Interface: again})
-	defer d.Release()
-	waitReady(t, d)
-	r.waitUntil(t, "answered", func() bool { return d.State() == registry.DirOK })
-	if n := r.armCount(e.nodePath(again, "providers")); n != 1 {
-		t.Fatalf("providers watch armed %d times: want once, the old one re-used", n)
-	}
-	e.addProvider(e.admin, again, "10.0.0.7:20880", "", 0)
-	r.waitUntil(t, "the provider seen through the resumed watch", func() bool { return len(d.Providers()) == 1 })
 }

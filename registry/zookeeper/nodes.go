@@ -17,6 +17,11 @@ import (
 // ZooKeeper worker lists the nodes, these functions parse each child once and
 // build one snapshot per service key.
 
+// validNodeName reports whether name can be a ZooKeeper node's name.
+func validNodeName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
+}
+
 // providerNode is one usable child of a providers node, parsed once when
 // it first appears and kept while it stays.
 type providerNode struct {

@@ -1,7 +1,6 @@
 package zookeeper
 
 import (
-	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
@@ -235,39 +234,4 @@ func TestConsumerURL(t *testing.T) {
 	if got := consumerURL("::1", registry.ServiceKey{Interface: testIface}, "app", 1, 2); !strings.HasPrefix(got, "consumer://[::1]/") || strings.Contains(got, "version=") || strings.Contains(got, "group=") {
 		t.Errorf("IPv6, no version or group: %s", got)
 	}
-}
-
-// BenchmarkProviderListUpdate is the worker's cost of one change to an
-// interface of 1,000 providers (one child replaced), listing to snapshot:
-// children seen before keep their parsed node, against parsing every child
-// again.
-func BenchmarkProviderListUpdate(b *testing.B) {
-	const n = 1000
-	listings := [2][]string{make([]string, n), make([]string, n)}
-	for i := range n {
-		c := providerChild("10.0."+strconv.Itoa(i/250)+"."+strconv.Itoa(i%250)+":20880", "version=1.0.0&methods=a,b,c&timestamp=1700000000000&warmup=60000")
-		listings[0][i], listings[1][i] = c, c
-	}
-	listings[1][n/2] = providerChild("10.9.9.9:20880", "version=1.0.0")
-	key := registry.ServiceKey{Interface: testIface, Version: "1.0.0"}
-	w := &zkWorker{z: &Registry{log: slog.New(slog.DiscardHandler)}}
-	newState := func() *ifaceState {
-		return &ifaceState{name: testIface, providerNodes: map[string]*providerNode{}, overrideNodes: map[string]*override{}}
-	}
-	run := func(b *testing.B, fresh bool) {
-		s := newState()
-		w.setProviders(s, listings[0])
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			if fresh {
-				s = newState()
-			}
-			w.setProviders(s, listings[i%2])
-			if got := buildSnapshot(key, s.nodes, nil, nil, nil); len(got) != n {
-				b.Fatalf("%d providers", len(got))
-			}
-		}
-	}
-	b.Run("parsed once", func(b *testing.B) { run(b, false) })
-	b.Run("parsed every time", func(b *testing.B) { run(b, true) })
 }

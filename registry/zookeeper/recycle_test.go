@@ -303,31 +303,3 @@ func TestZooKeeperCloseDuringRecycle(t *testing.T) {
 		closed(t, r, baseline)
 	})
 }
-
-// TestZooKeeperConsumerWaitsForProvidersNode: a consumer node is
-// registered only under an interface that has a providers node, so a
-// client naming interfaces nobody provides makes the gateway write nothing.
-func TestZooKeeperConsumerWaitsForProvidersNode(t *testing.T) {
-	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
-	const ghost, known = "com.example.NobodyProvidesThis", "com.example.Known"
-	e.ensure(e.nodePath(known, "providers"))
-	r := startRegistry(t, Options{Addrs: []string{e.addr}, Root: e.group, Register: true, Grace: -1})
-	g := r.Subscribe(registry.ServiceKey{Interface: ghost})
-	defer g.Release()
-	waitReady(t, g)
-	// The worker lists an interface and registers its consumers in one
-	// round: once a later subscription is registered, the ghost's turn has
-	// passed.
-	k := r.Subscribe(registry.ServiceKey{Interface: known})
-	defer k.Release()
-	r.waitUntil(t, "the known interface's consumer registered", func() bool { return r.Status().Registered == 1 })
-	if exists, _, err := e.admin.Exists(e.root + "/" + ghost); err != nil || exists {
-		t.Fatalf("the gateway created %s/%s (%v)", e.root, ghost, err)
-	}
-
-	e.ensure(e.nodePath(ghost, "providers"))
-	r.waitUntil(t, "registered once its providers node appeared", func() bool { return r.Status().Registered == 2 })
-	if nodes := e.children(e.nodePath(ghost, "consumers")); len(nodes) != 1 {
-		t.Fatalf("consumer nodes %v", nodes)
-	}
-}

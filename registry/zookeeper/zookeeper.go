@@ -132,7 +132,7 @@ type Registry struct {
 	log          *slog.Logger
 	hooks        zkHooks
 	dirs         registry.Directories
-	worker       *zkWorker
+	worker       *worker
 	current      atomic.Pointer[zkClient] // the client in use, for sessionID
 
 	nudge      chan struct{} // capacity 1: the worker has something to look at
@@ -163,54 +163,6 @@ type Registry struct {
 var (
 	_ registry.Registry = (*Registry)(nil)
 	_ registry.Catalog  = (*Registry)(nil)
-)
-
-// zkClient is one go-zookeeper client: a connection to the ensemble, the
-// session it keeps across reconnections, and what its session events said
-// last. The registry has one in use, and a second one while it recycles
-// the session.
-type zkClient struct {
-	conn   *zk.Conn
-	events <-chan zk.Event // closed once the client's goroutines have ended
-
-	mu      sync.Mutex
-	session sessionEvents
-}
-
-// sessionEvents is what a client's session events said last.
-type sessionEvents struct {
-	state       zk.State
-	established uint64 // StateHasSession events: a session was (re-)established
-}
-
-// onEvent receives every event of the client, on its receiving goroutine:
-// it must not block. Unlike the client's event channel, which drops events
-// when full, the callback sees every session change.
-func (c *zkClient) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
-	c.mu.Lock()
-	c.session.state = ev.State
-	if ev.State == zk.StateHasSession {
-		c.session.established++
-	}
-	c.mu.Unlock()
-}
-
-func (c *zkClient) sessionEvents() sessionEvents {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.session
-}
-
-// Recycle stages, as zkHooks.recycle reports them.
-const (
-	recycleStarted   = "started"   // a new client is connecting
-	recycleSession   = "session"   // it has a session: watches and consumers move next
-	recycleMoved     = "moved"     // watches armed and consumers moved; the old session is still open
-	recycleDone      = "done"      // the new session is in use; the old one is closing
-	recycleAbandoned = "abandoned" // the old session stays; another try after WatchGC
 )
 
 // zkHooks let tests observe the worker; every hook runs on the worker's
@@ -317,7 +269,7 @@ func newWithHooks(opts Options, hooks zkHooks) (*Registry, error) {
 		return nil, fmt.Errorf("zookeeper registry: %w", err)
 	}
 	z.current.Store(client)
-	z.worker = newZKWorker(z, client)
+	z.worker = newWorker(z, client)
 	go z.worker.run()
 	return z, nil
 }
@@ -408,11 +360,11 @@ func (z *Registry) Close() error {
 		// readying) ends every call still in them (go-zookeeper answers them
 		// ErrConnectionClosed), so the helpers return; a helper closing a
 		// client a recycle replaced waits for it.
-		clients := z.worker.clients()
+		clients := z.worker.session.clients()
 		for _, c := range clients {
 			c.conn.Close()
 		}
-		z.worker.helpers.Wait()
+		z.worker.session.helpers.Wait()
 		for _, c := range clients {
 			z.awaitClient(c)
 		}

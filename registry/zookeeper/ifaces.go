@@ -1,0 +1,374 @@
+package zookeeper
+
+import (
+	"maps"
+	"net/url"
+	"slices"
+
+	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/registry"
+)
+
+// ifaceState is what the worker knows of one interface with live directories.
+type ifaceState struct {
+	name string
+	dirs map[registry.ServiceKey]*registry.Directory
+	// paths are the nodes read for the interface: providers and
+	// configurators (interface-level discovery), mapping (application
+	// level), as the registry's discovery mode says.
+	paths     []*pathWatch
+	mapping   *pathWatch // nil without application-level discovery
+	failed    bool       // the last read of one of paths failed: directories are stale
+	published bool       // directories were set once: later changes publish at once
+	// hasProviders is true once a listing found the providers node: only
+	// then are consumer nodes registered under the interface.
+	hasProviders bool
+	// apps are the applications the mapping node names, sorted.
+	apps []string
+
+	providerNodes map[string]*providerNode // by child name; nil for a skipped child
+	nodes         []*providerNode          // the usable ones, by address
+	overrideNodes map[string]*override     // by child name; nil for one that does not apply
+	overrides     []*override              // the applicable ones, in application order
+	reweighted    map[overridden]*cluster.Provider
+}
+
+func (s *ifaceState) markStale() {
+	for _, d := range s.dirs {
+		d.MarkStale()
+	}
+}
+
+// ifaces are the interfaces with live directories: the nodes of each
+// (its providers and configurators nodes, and its mapping node, which
+// names the applications serving it), and the directories of its service
+// keys, built from those nodes and, with application-level discovery,
+// from what apps knows of the applications mapped.
+type ifaces struct {
+	z         *Registry
+	session   *session
+	watches   *watches
+	apps      *apps
+	consumers *consumers
+	byName    map[string]*ifaceState
+	dirty     map[*ifaceState]struct{} // interfaces to publish again
+}
+
+func newIfaces(z *Registry, s *session, ws *watches, a *apps, cs *consumers) *ifaces {
+	return &ifaces{
+		z:         z,
+		session:   s,
+		watches:   ws,
+		apps:      a,
+		consumers: cs,
+		byName:    make(map[string]*ifaceState),
+		dirty:     make(map[*ifaceState]struct{}),
+	}
+}
+
+// reconcile makes interface name's state hold exactly the directories in want.
+func (i *ifaces) reconcile(name string, want map[registry.ServiceKey]*registry.Directory) {
+	s := i.byName[name]
+	if s == nil && len(want) > 0 {
+		if !validNodeName(name) {
+			i.z.log.Warn("interface name cannot be a ZooKeeper node: it has no providers", "interface", name)
+			for _, d := range want {
+				d.Set(nil)
+			}
+			return
+		}
+		s = i.add(name)
+	}
+	if s == nil {
+		return
+	}
+	for key, d := range s.dirs {
+		if want[key] != d {
+			delete(s.dirs, key)
+			i.consumers.unregister(key)
+		}
+	}
+	added := false
+	for key, d := range want {
+		if s.dirs[key] == d {
+			continue
+		}
+		s.dirs[key] = d
+		i.consumers.register(key)
+		added = true
+		if s.failed || !i.session.connected && i.z.unreachable.Load() {
+			d.MarkStale()
+		}
+	}
+	if len(s.dirs) == 0 {
+		i.drop(s)
+		return
+	}
+	if added && i.session.connected && !s.failed {
+		if i.settled(s) {
+			i.publish(s) // the new directories answer at once, before any read
+		} else {
+			i.dirty[s] = struct{}{}
+		}
+	}
+}
+
+// add starts watching interface name's nodes.
+func (i *ifaces) add(name string) *ifaceState {
+	s := &ifaceState{
+		name:          name,
+		dirs:          make(map[registry.ServiceKey]*registry.Directory),
+		providerNodes: make(map[string]*providerNode),
+		overrideNodes: make(map[string]*override),
+	}
+	if i.z.interfaceLevel() {
+		s.paths = append(s.paths,
+			i.watches.watch(i.z.root+"/"+name+"/providers", nodeProviders, name, ""),
+			i.watches.watch(i.z.root+"/"+name+"/configurators", nodeConfigurators, name, ""))
+	}
+	if i.z.applicationLevel() {
+		s.mapping = i.watches.watch(i.z.root+"/mapping/"+name, nodeMapping, name, "")
+		s.paths = append(s.paths, s.mapping)
+	}
+	i.byName[name] = s
+	return s
+}
+
+// drop stops watching a released interface.
+func (i *ifaces) drop(s *ifaceState) {
+	for _, pw := range s.paths {
+		i.watches.unwatch(pw)
+	}
+	i.setApps(s, nil)
+	delete(i.dirty, s)
+	delete(i.byName, s.name)
+}
+
+// take takes what a read of one of an interface's nodes found.
+func (i *ifaces) take(pw *pathWatch, r opResult) {
+	s := i.byName[pw.owner]
+	if s == nil {
+		return
+	}
+	switch pw.kind {
+	case nodeProviders:
+		s.hasProviders = r.exists
+		i.setProviders(s, r.children)
+	case nodeConfigurators:
+		i.setOverrides(s, r.children)
+	case nodeMapping:
+		i.setApps(s, parseMapping(r.data))
+	}
+	i.dirty[s] = struct{}{}
+}
+
+// readFailed marks the directories that depend on a node that could not be
+// read stale. Nodes of applications are not read for one interface alone:
+// their directories keep what they have while the read is retried.
+func (i *ifaces) readFailed(pw *pathWatch) {
+	if s := i.byName[pw.owner]; s != nil && pw.kind <= nodeMapping {
+		s.failed = true
+		s.markStale()
+	}
+}
+
+// setProviders takes a new listing of s's providers node. Children seen
+// before keep their parsed node (and so their *cluster.Provider).
+func (i *ifaces) setProviders(s *ifaceState, children []string) {
+	byName := make(map[string]*providerNode, len(children))
+	nodes := make([]*providerNode, 0, len(children))
+	for _, name := range children {
+		n, seen := s.providerNodes[name]
+		if !seen {
+			var reason string
+			if n, reason = parseProviderNode(name); reason != "" {
+				i.skip(s.name, "provider", name, reason)
+			}
+		}
+		byName[name] = n
+		if n != nil {
+			nodes = append(nodes, n)
+		}
+	}
+	sortProviderNodes(nodes)
+	s.providerNodes, s.nodes = byName, nodes
+}
+
+// setOverrides takes a new listing of s's configurators node.
+func (i *ifaces) setOverrides(s *ifaceState, children []string) {
+	byName := make(map[string]*override, len(children))
+	list := make([]*override, 0, len(children))
+	for _, name := range children {
+		o, seen := s.overrideNodes[name]
+		if !seen {
+			var reason string
+			if o, reason = parseOverrideNode(s.name, name); reason != "" {
+				i.skip(s.name, "override", name, reason)
+			}
+		}
+		byName[name] = o
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	sortOverrides(list)
+	s.overrideNodes, s.overrides = byName, list
+}
+
+// setApps makes s use exactly the applications names (sorted), as its
+// mapping node says.
+func (i *ifaces) setApps(s *ifaceState, names []string) {
+	if slices.Equal(s.apps, names) {
+		return
+	}
+	i.apps.use(s.name, s.apps, names)
+	s.apps = names
+}
+
+func (i *ifaces) skip(iface, what, name, reason string) {
+	i.z.skipped.Add(1)
+	decoded, err := url.QueryUnescape(name)
+	if err != nil {
+		decoded = name
+	}
+	// Redacted: a provider URL's parameters may hold its token.
+	i.z.log.Warn("skipping a "+what+" URL", "interface", iface, "url", config.RedactURL(decoded), "reason", reason)
+}
+
+// markStale marks every directory stale: ZooKeeper cannot be reached.
+func (i *ifaces) markStale() {
+	for _, s := range i.byName {
+		s.markStale()
+	}
+}
+
+// markDirty has interface name published again (apps changed what it
+// offers).
+func (i *ifaces) markDirty(name string) {
+	if s := i.byName[name]; s != nil {
+		i.dirty[s] = struct{}{}
+	}
+}
+
+// markAllDirty has every interface published again: the publication sets
+// only the directories whose providers changed, or not current.
+func (i *ifaces) markAllDirty() {
+	for _, s := range i.byName {
+		i.dirty[s] = struct{}{}
+	}
+}
+
+// hasProviders reports whether interface name's providers node exists:
+// consumer nodes are registered under it only then.
+func (i *ifaces) hasProviders(name string) bool {
+	s := i.byName[name]
+	return s != nil && s.hasProviders
+}
+
+// publishDirty publishes the interfaces whose nodes changed, once what
+// they depend on has been read.
+func (i *ifaces) publishDirty() {
+	if !i.session.connected {
+		return
+	}
+	for s := range i.dirty {
+		if i.settled(s) {
+			delete(i.dirty, s)
+			s.failed = false
+			i.publish(s)
+		}
+	}
+}
+
+// settled reports whether s can be published: every node of its own has
+// been read since the session was (re)established and, before its first
+// publication, its applications are settled (apps.settled) — so that a
+// gateway starting does not answer "no provider" for a service about to
+// be known. Later, a new instance is left out until its metadata is known.
+func (i *ifaces) settled(s *ifaceState) bool {
+	for _, pw := range s.paths {
+		if !pw.read {
+			return false
+		}
+	}
+	return s.published || i.apps.settled(s.apps)
+}
+
+// publish sets the directories of s whose providers changed, and those
+// not current (pending or stale).
+func (i *ifaces) publish(s *ifaceState) {
+	s.published = true
+	nodes := s.nodes
+	if i.z.applicationLevel() {
+		nodes = i.mergedNodes(s)
+	}
+	next := make(map[overridden]*cluster.Provider, len(s.reweighted))
+	for key, d := range s.dirs {
+		snap := buildSnapshot(key, nodes, s.overrides, s.reweighted, next)
+		var origins map[string]registry.ProviderOrigin
+		if i.z.applicationLevel() {
+			origins = providerOrigins(key, nodes)
+		}
+		if d.State() == registry.DirOK && slices.Equal(d.Providers(), snap) && maps.Equal(d.Origins(), origins) {
+			continue
+		}
+		prev := d.Providers()
+		d.SetWithOrigins(snap, origins)
+		if i.z.hooks.published != nil {
+			i.z.hooks.published(key, snap)
+		}
+		i.redialNew(prev, snap)
+	}
+	s.reweighted = next
+}
+
+// mergedNodes are s's interface-level nodes and the nodes its
+// applications' instances offer for it, sorted (application-level first
+// for an address both have).
+func (i *ifaces) mergedNodes(s *ifaceState) []*providerNode {
+	nodes := slices.Clone(s.nodes)
+	nodes = append(nodes, i.apps.nodesFor(s.name, s.apps)...)
+	sortProviderNodes(nodes)
+	return nodes
+}
+
+// providerOrigins says, for each address among nodes (sorted) that serves
+// key, where it was found.
+func providerOrigins(key registry.ServiceKey, nodes []*providerNode) map[string]registry.ProviderOrigin {
+	m := make(map[string]registry.ProviderOrigin)
+	for _, n := range nodes {
+		if !n.url.Matches(key) {
+			continue
+		}
+		o, seen := m[n.url.Addr]
+		switch {
+		case !seen && n.app != "":
+			o = registry.ProviderOrigin{Source: registry.SourceApplication, App: n.app, Revision: n.revision}
+		case !seen:
+			o = registry.ProviderOrigin{Source: registry.SourceInterface}
+		case o.Source == registry.SourceApplication && n.app == "":
+			o.Source = registry.SourceBoth
+		}
+		m[n.url.Addr] = o
+	}
+	return m
+}
+
+// redialNew hands Options.Redial the address of every provider
+// in snap that prev did not have: one that registered (again), perhaps a
+// process restarted on an address the client is still backing off from.
+func (i *ifaces) redialNew(prev, snap []*cluster.Provider) {
+	if i.z.opts.Redial == nil {
+		return
+	}
+	old := make(map[*cluster.Provider]bool, len(prev))
+	for _, p := range prev {
+		old[p] = true
+	}
+	for _, p := range snap {
+		if !old[p] {
+			i.z.opts.Redial(p.Addr)
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package zookeeper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dubbogw/dubbogw/registry"
+	"github.com/go-zookeeper/zk"
+)
+
+// This file is the instance metadata of application-level discovery
+// (apps.go): a cache per instance and revision, bounded beyond the entries
+// live instances use, and the fetches that fill it, run off the worker.
+
+// metaKey identifies the metadata of one instance at one revision.
+type metaKey struct{ app, instance, revision string }
+
+// metaEntry is the metadata of one instance and revision: known, being
+// fetched, or failed (retried after retryAt).
+type metaEntry struct {
+	key      metaKey
+	users    int // live instances whose metadata this is
+	info     *registry.MetadataInfo
+	fetching bool
+	failures int
+	retryAt  time.Time
+	lastErr  string
+	used     time.Time // when an instance last took it
+}
+
+// metaResult is what a metadata fetch returns to the worker.
+type metaResult struct {
+	entry *metaEntry
+	info  *registry.MetadataInfo
+	err   error
+}
+
+// Metadata fetch retries: from metaMinBackoff, doubling, up to metaMaxBackoff.
+const (
+	metaMinBackoff = time.Second
+	metaMaxBackoff = time.Minute
+)
+
+// metaEntry returns the cache entry of key, creating it; the cache keeps
+// at most MetadataCache entries beyond those live instances use.
+func (ap *apps) metaEntry(key metaKey) *metaEntry {
+	e := ap.meta[key]
+	if e == nil {
+		e = &metaEntry{key: key}
+		ap.meta[key] = e
+	}
+	e.used = time.Now()
+	return e
+}
+
+// useMeta makes e (nil for none) the metadata entry of in, keeping the
+// entries' user counts, and so the count of entries in use, current.
+func (ap *apps) useMeta(in *instanceState, e *metaEntry) {
+	if old := in.meta; old != nil {
+		if old.users--; old.users == 0 {
+			ap.metaInUse--
+		}
+	}
+	if e != nil {
+		if e.users++; e.users == 1 {
+			ap.metaInUse++
+		}
+	}
+	in.meta = e
+}
+
+// evictMetadata keeps at most MetadataCache entries no live instance uses,
+// dropping the least recently used idle ones beyond that. The entries in
+// use are counted as instances take and leave them, so a registry with
+// more instances than the bound scans the cache only when idle entries
+// are really over it.
+func (ap *apps) evictMetadata() {
+	limit := ap.z.opts.MetadataCache
+	if len(ap.meta)-ap.metaInUse <= limit {
+		return
+	}
+	var idle []*metaEntry
+	for _, e := range ap.meta {
+		if e.users == 0 && !e.fetching {
+			idle = append(idle, e)
+		}
+	}
+	slices.SortFunc(idle, func(a, b *metaEntry) int { return a.used.Compare(b.used) })
+	for _, e := range idle[:max(len(idle)-limit, 0)] {
+		delete(ap.meta, e.key)
+	}
+}
+
+// fetchDue starts the metadata fetches that are due, as many as
+// MetadataConcurrency allows.
+func (ap *apps) fetchDue() {
+	now := time.Now()
+	for _, a := range ap.byName {
+		for _, in := range a.instances {
+			e := in.meta
+			if in.inst == nil || e == nil || e.info != nil || e.fetching {
+				continue
+			}
+			if now.Before(e.retryAt) {
+				ap.wakeAt(e.retryAt)
+				continue
+			}
+			if ap.fetching >= ap.z.opts.MetadataConcurrency {
+				return // onMetadata wakes the worker
+			}
+			ap.startFetch(e, in.inst)
+		}
+	}
+}
+
+// startFetch fetches e's metadata on a helper goroutine, which hands the
+// result to the worker.
+func (ap *apps) startFetch(e *metaEntry, inst *registry.Instance) {
+	e.fetching = true
+	ap.fetching++
+	conn := ap.session.client.conn
+	ap.session.helpers.Go(func() {
+		ctx, cancel := context.WithTimeout(ap.z.ctx, ap.z.opts.MetadataTimeout)
+		info, err := ap.fetchMetadata(ctx, conn, inst)
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("metadata of %s instance %s revision %s (storage %s): %w",
+				inst.App, e.key.instance, inst.Revision, storageType(inst), err)
+		}
+		select {
+		case ap.metaDone <- metaResult{entry: e, info: info, err: err}:
+		case <-ap.z.quit:
+		}
+	})
+}
+
+func storageType(inst *registry.Instance) string {
+	if inst.StorageType == "" {
+		return "local"
+	}
+	return inst.StorageType
+}
+
+// fetchMetadata reads inst's metadata: from ZooKeeper for remote storage,
+// from the instance's MetadataService otherwise. It runs on a helper
+// goroutine: it reads nothing of the worker's.
+func (ap *apps) fetchMetadata(ctx context.Context, conn *zk.Conn, inst *registry.Instance) (*registry.MetadataInfo, error) {
+	if storageType(inst) != "remote" {
+		if ap.z.opts.Metadata == nil {
+			return nil, errors.New("stored on the instance, and no MetadataService client is configured")
+		}
+		return ap.z.opts.Metadata(ctx, inst)
+	}
+	if !validNodeName(inst.App) || !validNodeName(inst.Revision) {
+		return nil, fmt.Errorf("app %q and revision %q cannot name a ZooKeeper node", inst.App, inst.Revision)
+	}
+	paths := [2]string{
+		ap.z.root + "/metadata/" + inst.App + "/" + inst.Revision, // Java Dubbo
+		ap.z.root + "/" + inst.App + "/" + inst.Revision,          // dubbo-go
+	}
+	for _, path := range paths {
+		data, exists, err := ap.getWithin(ctx, conn, path)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if exists {
+			info, err := registry.ParseMetadataJSON(data)
+			if err != nil {
+				return nil, fmt.Errorf("parsing %s: %w", path, err)
+			}
+			return info, nil
+		}
+	}
+	return nil, fmt.Errorf("neither %s nor %s exists", paths[0], paths[1])
+}
+
+// getWithin reads path's data, giving up when ctx ends (the read itself
+// ends at the latest when the client closes).
+func (ap *apps) getWithin(ctx context.Context, conn *zk.Conn, path string) ([]byte, bool, error) {
+	done := make(chan opResult, 1)
+	ap.session.helpers.Go(func() { done <- getData(conn, path) })
+	select {
+	case r := <-done:
+		return r.data, r.exists, r.err
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+}
+
+// onMetadata takes a fetch's result.
+func (ap *apps) onMetadata(m metaResult) {
+	e := m.entry
+	e.fetching = false
+	ap.fetching--
+	ap.metaFetches++
+	if m.err != nil {
+		ap.metaFailures++
+		e.failures++
+		backoff := min(metaMinBackoff<<min(e.failures-1, 10), metaMaxBackoff)
+		e.retryAt, e.lastErr = time.Now().Add(backoff), m.err.Error()
+		ap.z.log.Warn("cannot fetch instance metadata: the instance is not used", "err", m.err,
+			"failures", e.failures, "retry_in", backoff)
+	} else {
+		e.info, e.failures, e.lastErr = m.info, 0, ""
+	}
+	for _, a := range ap.byName {
+		for _, in := range a.instances {
+			if in.meta == e {
+				ap.applyMetadata(a, in)
+			}
+		}
+	}
+}
