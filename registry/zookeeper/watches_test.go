@@ -145,3 +145,47 @@ func TestZooKeeperDroppedWatchesHoldNoGoroutine(t *testing.T) {
 	e.addProvider(e.admin, again, "10.0.0.7:20880", "", 0)
 	r.waitUntil(t, "the provider seen through the resumed watch", func() bool { return len(d.Providers()) == 1 })
 }
+
+// TestWatchesRecordLifecycle follows one record without ZooKeeper: it
+// lives while a state holds it or its watch is set; a dropped node whose
+// watch is set is an orphan, re-used if the node is watched again, and
+// forgotten once its watch fires.
+func TestWatchesRecordLifecycle(t *testing.T) {
+	z := &Registry{nudge: make(chan struct{}, 1)}
+	ws := newWatches(z, newSession(z, nil))
+	const path = "/dubbo/com.example.A/providers"
+	pw := ws.watch(path, nodeProviders, "com.example.A", "")
+	if !pw.live || !pw.need || pw.read || ws.byPath[path] != pw {
+		t.Fatalf("a new record: %+v", pw)
+	}
+	ws.unwatch(pw)
+	if _, ok := ws.byPath[path]; ok {
+		t.Fatal("a dropped record with no watch set is kept")
+	}
+
+	pw = ws.watch(path, nodeProviders, "com.example.A", "")
+	pw.need, pw.read, pw.armed, pw.token = false, true, true, 1 // as a read arming it leaves it
+	if live, orphans := ws.count(); live != 1 || orphans != 0 {
+		t.Fatalf("armed: %d live, %d orphans", live, orphans)
+	}
+	ws.unwatch(pw)
+	if live, orphans := ws.count(); live != 0 || orphans != 1 || ws.byPath[path] != pw {
+		t.Fatalf("dropped while armed: %d live, %d orphans, record kept %v", live, orphans, ws.byPath[path] == pw)
+	}
+	if again := ws.watch(path, nodeProviders, "com.example.A", ""); again != pw || !again.armed || !again.need {
+		t.Fatalf("watched again: %+v, want the armed record, to be read", again)
+	}
+	ws.unwatch(pw)
+
+	ws.onFired(firedWatch{watch: pw, token: 0}) // an older watch's event: not counted
+	if !pw.armed || ws.byPath[path] != pw {
+		t.Fatal("an event of a watch no longer counted changed the record")
+	}
+	ws.onFired(firedWatch{watch: pw, token: 1})
+	if _, ok := ws.byPath[path]; ok || pw.armed {
+		t.Fatalf("a dropped watch fired: record kept %v, armed %v", ok, pw.armed)
+	}
+	if live, orphans := ws.count(); live != 0 || orphans != 0 {
+		t.Fatalf("after it fired: %d live, %d orphans", live, orphans)
+	}
+}
