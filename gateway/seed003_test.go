@@ -33,7 +33,10 @@ import (
 // moments, and their medians within 1.5× + 5 ms of the healthy ones; the
 // auth route answers within its 50 ms deadline (503 AUTH_UNAVAILABLE, the
 // configured policy), goroutines and heap stay bounded; each time Redis is
-// healthy again, valid tokens pass within 5 s.
+// healthy again, valid tokens pass within 5 s. While Redis is healthy, at
+// most 0.2% of valid tokens beyond the late callers get 503, in every
+// round where the machine let the gateway answer requests without Redis
+// within the 50 ms lookup deadline (at least one such round).
 //
 // It measures time, so it runs without the race detector (scripts/test.sh
 // runs it in its own pass); with -race it is skipped.
@@ -202,17 +205,40 @@ routes:
 	late := func() uint64 {
 		return uint64(testenv.MetricValue(t, tg.registry, "dubbogw_redis_errors_total", map[string]string{"kind": "late"}))
 	}
-	for round := range rounds {
+	// A healthy round is judged only when the machine let the gateway
+	// answer the requests that need no Redis within the lookup deadline
+	// (the open route's p99 at most 50 ms). Beyond, another process holds
+	// the CPU: Redis and the proxy in front of it are starved as much as
+	// the gateway, lookups of fresh tokens miss 50 ms whoever is at fault,
+	// and their 503 (the configured policy) says nothing about a lockout.
+	// A lockout (the breaker opening on a healthy Redis, say) refuses
+	// valid tokens however fast the open route is. At least one round must
+	// be judged: up to four more healthy rounds are run to find one.
+	judged := 0
+	healthyRound := func(name string) measured {
 		healthyUnavailable.Store(0)
 		lateBefore := late()
-		h := run(fmt.Sprintf("round %d healthy", round), unavailableCounted)
+		h := run(name, unavailableCounted)
 		lateCallers := late() - lateBefore
-		if n, total := uint64(healthyUnavailable.Load()), h.auth.OK; n > total/500+lateCallers {
-			t.Errorf("round %d healthy: %d of %d valid tokens got 503 with Redis healthy (%d of them late callers); want at most 0.2%% more",
-				round, n, total, lateCallers)
-		} else if n > 0 {
-			t.Logf("round %d healthy: %d of %d lookups missed the 50ms deadline (%d late callers)", round, n, total, lateCallers)
+		n, total := uint64(healthyUnavailable.Load()), h.auth.OK
+		switch open := h.open.Latency.Quantile(0.99); {
+		case open > 50*time.Millisecond:
+			t.Logf("%s: not judged: the open route's p99 is %v, over the 50ms lookup deadline (%d of %d tokens got 503, %d late callers)",
+				name, open, n, total, lateCallers)
+		case n > total/500+lateCallers:
+			judged++
+			t.Errorf("%s: %d of %d valid tokens got 503 with Redis healthy (%d of them late callers); want at most 0.2%% more",
+				name, n, total, lateCallers)
+		default:
+			judged++
+			if n > 0 {
+				t.Logf("%s: %d of %d lookups missed the 50ms deadline (%d late callers)", name, n, total, lateCallers)
+			}
 		}
+		return h
+	}
+	for round := range rounds {
+		h := healthyRound(fmt.Sprintf("round %d healthy", round))
 		merge(&healthy, h)
 		proxy.SetDelay(200 * time.Millisecond)
 		merge(&slow, run(fmt.Sprintf("round %d slow redis", round), unavailableExpected))
@@ -225,6 +251,13 @@ routes:
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+
+	for extra := 0; judged == 0 && extra < 4; extra++ {
+		healthyRound(fmt.Sprintf("extra healthy round %d", extra))
+	}
+	if judged == 0 {
+		t.Errorf("no healthy round could be judged: in each, requests without Redis took over 50 ms at p99 (the machine is loaded beyond what this test measures)")
 	}
 
 	p99 := func(r *loadgen.Result) time.Duration { return r.Latency.Quantile(0.99) }
