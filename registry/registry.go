@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/dubbo/protocol"
 )
 
 // ServiceKey identifies a Dubbo service.
@@ -27,16 +28,7 @@ type ServiceKey struct {
 
 // String renders the key as Dubbo does: "group/interface:version", leaving
 // out what is empty.
-func (k ServiceKey) String() string {
-	s := k.Interface
-	if k.Group != "" {
-		s = k.Group + "/" + s
-	}
-	if k.Version != "" {
-		s += ":" + k.Version
-	}
-	return s
-}
+func (k ServiceKey) String() string { return protocol.ServiceKey(k.Group, k.Interface, k.Version) }
 
 // Registry is a source of providers.
 type Registry interface {

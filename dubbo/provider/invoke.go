@@ -37,16 +37,7 @@ func Attachments(ctx context.Context) map[string]any {
 type serviceKey struct{ iface, version, group string }
 
 // String is Java's service key: group/interface:version.
-func (k serviceKey) String() string {
-	s := k.iface
-	if k.group != "" {
-		s = k.group + "/" + s
-	}
-	if k.version != "" {
-		s += ":" + k.version
-	}
-	return s
-}
+func (k serviceKey) String() string { return protocol.ServiceKey(k.group, k.iface, k.version) }
 
 type service struct {
 	key     serviceKey
