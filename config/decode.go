@@ -40,9 +40,7 @@ var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 // the alias, not its anchor.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	line := n.Line
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
+	n = unalias(n)
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		v.SetZero()
 		return
@@ -182,19 +180,9 @@ func (d *decoder) pairs(n *yaml.Node, path string) []keyValue {
 		out = append(out, keyValue{key, value})
 	}
 	for _, m := range merges {
-		for m.Kind == yaml.AliasNode && m.Alias != nil {
-			m = m.Alias
-		}
-		sources := []*yaml.Node{m}
-		if m.Kind == yaml.SequenceNode {
-			sources = m.Content
-		}
-		for _, src := range sources {
-			for src.Kind == yaml.AliasNode && src.Alias != nil {
-				src = src.Alias
-			}
+		for _, src := range mergeSources(m) {
 			if src.Kind != yaml.MappingNode {
-				d.problems.add(path, m.Line, "<< merges a mapping or a list of mappings, got %s", describe(src))
+				d.problems.add(path, unalias(m).Line, "<< merges a mapping or a list of mappings, got %s", describe(src))
 				continue
 			}
 			for _, kv := range mergedPairs(src) {
@@ -225,21 +213,34 @@ func mergedPairs(n *yaml.Node) []keyValue {
 		}
 	}
 	for _, m := range merges {
-		for m.Kind == yaml.AliasNode && m.Alias != nil {
-			m = m.Alias
-		}
-		sources := []*yaml.Node{m}
-		if m.Kind == yaml.SequenceNode {
-			sources = m.Content
-		}
-		for _, src := range sources {
-			for src.Kind == yaml.AliasNode && src.Alias != nil {
-				src = src.Alias
-			}
+		for _, src := range mergeSources(m) {
 			if src.Kind == yaml.MappingNode {
 				out = append(out, mergedPairs(src)...)
 			}
 		}
+	}
+	return out
+}
+
+// unalias follows an alias to the node it names.
+func unalias(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// mergeSources lists what the value of a "<<" key merges, aliases
+// followed: one mapping or a list of them (anything else is returned too,
+// for the caller to report).
+func mergeSources(m *yaml.Node) []*yaml.Node {
+	m = unalias(m)
+	if m.Kind != yaml.SequenceNode {
+		return []*yaml.Node{m}
+	}
+	out := make([]*yaml.Node, len(m.Content))
+	for i, src := range m.Content {
+		out[i] = unalias(src)
 	}
 	return out
 }
@@ -271,9 +272,7 @@ func yamlFields(t reflect.Type) []yamlField {
 
 // describe names what a node holds, for "want X, got Y" messages.
 func describe(n *yaml.Node) string {
-	for n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
+	n = unalias(n)
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"

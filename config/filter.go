@@ -124,11 +124,7 @@ func (d *decoder) decodeFilter(n *yaml.Node, v reflect.Value, path string, line 
 		d.problems.add(p, kv.key.Line, "unknown filter %q (known: %s)", kv.key.Value, strings.Join(FilterNames(), ", "))
 		return
 	}
-	value := kv.value
-	for value.Kind == yaml.AliasNode && value.Alias != nil {
-		value = value.Alias
-	}
-	if !(value.Kind == yaml.ScalarNode && value.ShortTag() == "!!null") { // "- cors:" takes every default
+	if value := unalias(kv.value); !(value.Kind == yaml.ScalarNode && value.ShortTag() == "!!null") { // "- cors:" takes every default
 		d.decode(kv.value, reflect.ValueOf(spec).Elem(), p)
 	}
 	v.Set(reflect.ValueOf(Filter{Name: kv.key.Value, Spec: spec}))
