@@ -41,7 +41,8 @@ type Deps struct {
 	AllowedClasses []string
 	// ClusterMetrics receives load-balancing and breaker metrics; nil: none.
 	ClusterMetrics *cluster.Metrics
-	Log            *slog.Logger
+	// Log receives the route's warnings; nil: discarded.
+	Log *slog.Logger
 	// Tracer makes a client span of every call attempt and sends its trace
 	// context to the provider; nil (tracing off) passes the client's
 	// traceparent and tracestate headers on as attachments instead.
@@ -103,11 +104,15 @@ func New(route string, cfg *config.DubboRoute, d Deps) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("types: %w", err)
 	}
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	h := &Handler{
 		route:   route,
 		cfg:     cfg,
 		client:  d.Client,
-		log:     d.Log,
+		log:     log,
 		enc:     enc,
 		timeout: cfg.Timeout.D(),
 		tracer:  d.Tracer,

@@ -231,13 +231,22 @@ func (h *Handler) resolve(r *http.Request, body []byte) (*args, *argError) {
 
 // count is how many values a path, query or header parameter has.
 func (a *args) count(p *param) int {
-	switch p.from {
-	case config.FromQuery:
-		return len(a.queryValues()[p.name])
-	case config.FromHeader:
-		return len(a.r.Header.Values(p.name))
+	if p.from == config.FromQuery || p.from == config.FromHeader {
+		return len(a.values(p))
 	}
 	return 1
+}
+
+// values are the values a query or header parameter was given; nil for
+// the other sources.
+func (a *args) values(p *param) []string {
+	switch p.from {
+	case config.FromQuery:
+		return a.queryValues()[p.name]
+	case config.FromHeader:
+		return a.r.Header.Values(p.name)
+	}
+	return nil
 }
 
 func (a *args) queryValues() url.Values {
@@ -249,23 +258,18 @@ func (a *args) queryValues() url.Values {
 
 // str returns a path/query/header parameter's string.
 func (a *args) str(p *param) (string, bool) {
-	switch p.from {
-	case config.FromPath:
+	if p.from == config.FromPath {
 		v := exchange.PathValue(a.r, p.name)
 		return v, v != ""
-	case config.FromQuery:
-		return a.listOrOne(p, a.queryValues()[p.name])
-	case config.FromHeader:
-		return a.listOrOne(p, a.r.Header.Values(p.name))
 	}
-	return "", false
+	return listOrOne(p, a.values(p))
 }
 
 // listOrOne is the string of a query parameter's or header's values: for
 // a list or array type, a JSON array of them (one value written as a JSON
 // array, "[1,2]", is taken as it is); else its one value (resolve refused
 // more).
-func (a *args) listOrOne(p *param, vs []string) (string, bool) {
+func listOrOne(p *param, vs []string) (string, bool) {
 	switch {
 	case len(vs) == 0:
 		return "", false

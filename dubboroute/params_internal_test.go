@@ -22,7 +22,7 @@ func TestListOrOne(t *testing.T) {
 		{one, []string{"[1]"}, "[1]", true},
 		{one, nil, "", false},
 	} {
-		got, ok := (&args{}).listOrOne(c.p, c.vs)
+		got, ok := listOrOne(c.p, c.vs)
 		if got != c.want || ok != c.ok {
 			t.Errorf("listOrOne(list=%v, %q) = %q, %v; want %q, %v", c.p.list, c.vs, got, ok, c.want, c.ok)
 		}
