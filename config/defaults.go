@@ -107,7 +107,7 @@ func Defaults(c *Config) {
 	defaultFilters(c.DefaultFilters)
 	for _, u := range c.Upstreams {
 		if u != nil {
-			defaultUpstream(u)
+			u.Defaults()
 		}
 	}
 	for _, r := range c.Routes {
@@ -125,7 +125,9 @@ func Defaults(c *Config) {
 	}
 }
 
-func defaultUpstream(u *Upstream) {
+// Defaults fills the fields of u left unset: Defaults(c) calls it for
+// every upstream, and proxy.New for the one it builds.
+func (u *Upstream) Defaults() {
 	setDefault(&u.Policy, DefaultPolicy)
 	setDefault(&u.Timeout, DefaultUpstreamTimeout)
 	setDefault(&u.ConnectTimeout, DefaultConnectTimeout)

@@ -30,17 +30,8 @@ var (
 )
 
 func defaultRisk(c *Config) {
-	r := &c.Redis
-	if r.Address != "" {
-		setDefault(&r.DialTimeout, DefaultRedisDialTimeout)
-		setDefault(&r.Timeout, DefaultRedisTimeout)
-		setDefault(&r.Pipelines, DefaultRedisPipelines)
-		setDefault(&r.MaxPending, DefaultRedisMaxPending)
-		setDefaultPtr(&r.ClientCache.Enabled, true)
-		setDefault(&r.ClientCache.TTL, DefaultClientCacheTTL)
-		setDefault(&r.ClientCache.MaxBytes, DefaultClientCacheBytes)
-		setDefault(&r.Breaker.MaxFailures, DefaultRedisMaxFailures)
-		setDefault(&r.Breaker.OpenFor, DefaultRedisOpenFor)
+	if c.Redis.Address != "" {
+		c.Redis.Defaults()
 	}
 	for _, rt := range c.Routes {
 		if rt == nil {
@@ -57,6 +48,20 @@ func defaultRisk(c *Config) {
 		}
 		defaultAdaptive(a, limit)
 	}
+}
+
+// Defaults fills the fields of r left unset: Defaults(c) calls it when a
+// redis: section is set, and redisclient.New for the client it builds.
+func (r *Redis) Defaults() {
+	setDefault(&r.DialTimeout, DefaultRedisDialTimeout)
+	setDefault(&r.Timeout, DefaultRedisTimeout)
+	setDefault(&r.Pipelines, DefaultRedisPipelines)
+	setDefault(&r.MaxPending, DefaultRedisMaxPending)
+	setDefaultPtr(&r.ClientCache.Enabled, true)
+	setDefault(&r.ClientCache.TTL, DefaultClientCacheTTL)
+	setDefault(&r.ClientCache.MaxBytes, DefaultClientCacheBytes)
+	setDefault(&r.Breaker.MaxFailures, DefaultRedisMaxFailures)
+	setDefault(&r.Breaker.OpenFor, DefaultRedisOpenFor)
 }
 
 func defaultAdaptive(a *AdaptiveConcurrency, staticLimit int) {

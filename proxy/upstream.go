@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,18 +28,7 @@ import (
 	"github.com/dubbogw/dubbogw/exchange"
 )
 
-// Defaults of config.Upstream fields left zero.
 const (
-	defaultTimeout          = 30 * time.Second
-	defaultConnectTimeout   = 2 * time.Second
-	defaultWeight           = 100
-	defaultMaxIdlePerTarget = 64
-	defaultPoolIdleTimeout  = 90 * time.Second
-	defaultRetries          = 1
-	defaultMaxFailures      = 5
-	defaultEjection         = 10 * time.Second
-	defaultMaxEjection      = 2 * time.Minute
-
 	// maxReplayBody is the largest request body buffered so that a retry can send it again.
 	maxReplayBody = 64 << 10
 	// maxDrain bounds how much of a retried response body is read so its connection can be reused.
@@ -94,12 +84,18 @@ func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger, opts .
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The defaults of fields left unset, as config writes them; cfg is not
+	// modified (Defaults sets the targets' weights in place).
+	c := *cfg
+	c.Targets = slices.Clone(cfg.Targets)
+	c.Defaults()
+	cfg = &c
 	u := &Upstream{
 		name:         name,
-		timeout:      orDefault(cfg.Timeout.D(), defaultTimeout),
+		timeout:      cfg.Timeout.D(),
 		preserveHost: cfg.PreserveHost,
-		ejection:     orDefault(cfg.PassiveHealth.Ejection.D(), defaultEjection),
-		maxEjection:  orDefault(cfg.PassiveHealth.MaxEjection.D(), defaultMaxEjection),
+		ejection:     cfg.PassiveHealth.Ejection.D(),
+		maxEjection:  cfg.PassiveHealth.MaxEjection.D(),
 		now:          time.Now,
 		metrics:      m,
 		log:          log,
@@ -118,10 +114,7 @@ func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger, opts .
 	if err := u.parseRetry(&cfg.Retry); err != nil {
 		return nil, err
 	}
-	maxFailures := defaultMaxFailures
-	if p := cfg.PassiveHealth.MaxFailures; p != nil {
-		maxFailures = *p
-	}
+	maxFailures := *cfg.PassiveHealth.MaxFailures
 	if maxFailures < 0 {
 		return nil, fmt.Errorf("passive_health.max_failures: %d is negative", maxFailures)
 	}
@@ -150,13 +143,6 @@ func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger, opts .
 		t.series.healthy.Set(1)
 	}
 	return u, nil
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 func (u *Upstream) parseDurations(cfg *config.Upstream) error {
@@ -201,8 +187,6 @@ func (u *Upstream) parseTargets(targets []config.Target) error {
 			return fmt.Errorf("targets[%d].weight: %d is negative", i, weight)
 		case weight > 1_000_000:
 			return fmt.Errorf("targets[%d].weight: %d is above 1000000", i, weight)
-		case weight == 0:
-			weight = defaultWeight
 		}
 		t := &target{
 			url:         tu,
@@ -245,10 +229,7 @@ func parseTargetURL(s string) (*url.URL, error) {
 }
 
 func (u *Upstream) parseRetry(r *config.Retry) error {
-	u.retries = defaultRetries
-	if r.Retries != nil {
-		u.retries = *r.Retries
-	}
+	u.retries = *r.Retries
 	if u.retries < 0 {
 		return fmt.Errorf("retry.retries: %d is negative", u.retries)
 	}
@@ -298,11 +279,7 @@ func newTransport(cfg *config.Upstream) (*http.Transport, error) {
 		return nil, fmt.Errorf("pool.max_per_target: %d is negative", p.MaxPerTarget)
 	}
 	maxIdle := p.MaxIdlePerTarget
-	if maxIdle == 0 {
-		maxIdle = defaultMaxIdlePerTarget
-	}
-	connectTimeout := orDefault(cfg.ConnectTimeout.D(), defaultConnectTimeout)
-	dialer := &net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}
+	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
 	t := &http.Transport{
 		Proxy: nil, // never from the environment
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -314,7 +291,7 @@ func newTransport(cfg *config.Upstream) (*http.Transport, error) {
 		},
 		MaxIdleConnsPerHost:   maxIdle,
 		MaxConnsPerHost:       p.MaxPerTarget,
-		IdleConnTimeout:       orDefault(p.IdleTimeout.D(), defaultPoolIdleTimeout),
+		IdleConnTimeout:       p.IdleTimeout.D(),
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		// A proxy passes content encodings through instead of negotiating its own.

@@ -42,17 +42,7 @@ var (
 	ErrOverloaded = errors.New("too many redis commands pending")
 )
 
-// Defaults for zero fields of config.Redis.
 const (
-	defaultDialTimeout = time.Second
-	defaultTimeout     = 50 * time.Millisecond
-	defaultPipelines   = 2
-	defaultMaxPending  = 10000
-	defaultCacheTTL    = 30 * time.Second
-	defaultCacheBytes  = 64 << 20
-	defaultMaxFailures = 5
-	defaultOpenFor     = 500 * time.Millisecond
-
 	// maxPendingLimit bounds MaxPending: the rueidis ring of every
 	// connection is sized for it.
 	maxPendingLimit = 1 << 16
@@ -152,16 +142,17 @@ func compile(cfg config.Redis) (rueidis.ClientOption, settings, error) {
 		}
 		addrs = append(addrs, a)
 	}
-	dialTimeout := orDefault(cfg.DialTimeout.D(), defaultDialTimeout)
-	s.timeout = orDefault(cfg.Timeout.D(), defaultTimeout)
-	pipelines := orDefault(cfg.Pipelines, defaultPipelines)
-	s.maxPending = orDefault(cfg.MaxPending, defaultMaxPending)
-	s.maxFailures = orDefault(cfg.Breaker.MaxFailures, defaultMaxFailures)
-	s.openFor = orDefault(cfg.Breaker.OpenFor.D(), defaultOpenFor)
-	cacheBytes := orDefault(int64(cfg.ClientCache.MaxBytes), defaultCacheBytes)
-	cacheOn := cfg.ClientCache.Enabled == nil || *cfg.ClientCache.Enabled
+	cfg.Defaults() // the fields left unset, as config writes them (cfg is a copy)
+	dialTimeout := cfg.DialTimeout.D()
+	s.timeout = cfg.Timeout.D()
+	pipelines := cfg.Pipelines
+	s.maxPending = cfg.MaxPending
+	s.maxFailures = cfg.Breaker.MaxFailures
+	s.openFor = cfg.Breaker.OpenFor.D()
+	cacheBytes := int64(cfg.ClientCache.MaxBytes)
+	cacheOn := *cfg.ClientCache.Enabled
 	if cacheOn {
-		s.cacheTTL = orDefault(cfg.ClientCache.TTL.D(), defaultCacheTTL)
+		s.cacheTTL = cfg.ClientCache.TTL.D()
 	}
 	switch {
 	case dialTimeout < 0 || s.timeout < 0 || s.openFor < 0 || s.cacheTTL < 0:
@@ -219,14 +210,6 @@ func pipelineMultiplex(connections int) int {
 		return -1
 	}
 	return bits.Len(uint(connections)) - 1
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // dial connects to one Redis address; Close cancels it. The connection
