@@ -18,8 +18,8 @@ import (
 type FilterSpec interface {
 	// Defaults fills the fields left unset.
 	Defaults()
-	// Validate reports every problem of the defaulted configuration at
-	// is place: at.Field("allow_origins").Index(2).Errorf(...).
+	// Validate reports every problem of the defaulted configuration, each
+	// at its place: at.Field("allow_origins").Index(2).Errorf(...).
 	Validate(at At, ctx FilterContext)
 }
 

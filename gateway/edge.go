@@ -38,10 +38,10 @@ type identitySet struct {
 	lens  [4]uint64 // lengths of names (all under 256): most header names are skipped on length alone
 }
 
-// newIdentitySet collects the identity headers of cfg: server.identity_headers
-// and the headers every identity filter (auth) sets, on every route: an upstream that
-// trusts X-User-Id from the gateway cannot tell which route, authenticated
-// or not, a request came through.
+// newIdentitySet collects the identity headers of cfg:
+// server.identity_headers and the headers every identity filter (auth)
+// sets, on every route: an upstream that trusts X-User-Id from the gateway
+// cannot tell which route, authenticated or not, a request came through.
 func newIdentitySet(cfg *config.Config) identitySet {
 	var s identitySet
 	for _, h := range cfg.Server.IdentityHeaders {

@@ -187,7 +187,7 @@ func compile(cfg *Config, redis bool, at config.At) *Filter {
 		for _, tok := range sortedKeys(cfg.Tokens) {
 			if tok == "" || len(tok) > maxTokenLen {
 				at.Field("tokens").Errorf("%d-byte token: want 1 to %d bytes", len(tok), maxTokenLen)
-			} else if f.fields.list != nil && f.fields.parse(cfg.Tokens[tok]) == nil {
+			} else if f.fields.parse(cfg.Tokens[tok]) == nil {
 				at.Field("tokens").Errorf("the value of token %.4s…: want a JSON object with a non-empty string %q", tok, f.fields.list[f.fields.userID].name)
 			}
 		}

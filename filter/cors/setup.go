@@ -48,18 +48,21 @@ type wildcard struct {
 	prefix, suffix string
 }
 
-// New compiles cfg into the cors filter. Its error lists every problem,
-// each naming its field.
+// New compiles cfg into the cors filter, with defaults for the fields left
+// unset (cfg is not modified). Its error lists every problem, each naming
+// its field.
 func New(cfg *Config) (filter.Filter, error) {
+	c := *cfg
+	c.Defaults()
 	var p *policy
-	if err := config.Check("", func(at config.At) { p = compile(cfg, at) }); err != nil {
+	if err := config.Check("", func(at config.At) { p = compile(&c, at) }); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// compile builds the policy of cfg, reporting its problems at at: the
-// rules of the cors filter, written once for Validate and New.
+// compile builds the policy of the defaulted cfg, reporting its problems
+// at at: the rules of the cors filter, written once for Validate and New.
 func compile(cfg *Config, at config.At) *policy {
 	p := &policy{credentials: cfg.AllowCredentials}
 	if len(cfg.AllowOrigins) == 0 {
@@ -84,12 +87,8 @@ func compile(cfg *Config, at config.At) *policy {
 		at.Field("allow_credentials").Errorf(`cannot be true with allow_origins "*": browsers refuse credentials for any origin; list the origins`)
 	}
 
-	methods := cfg.AllowMethods
-	if methods == nil {
-		methods = []string{http.MethodGet, http.MethodHead, http.MethodPost}
-	}
-	config.CheckMethods(at.Field("allow_methods"), methods)
-	for _, m := range methods {
+	config.CheckMethods(at.Field("allow_methods"), cfg.AllowMethods)
+	for _, m := range cfg.AllowMethods {
 		if m == "*" {
 			p.anyMethod = true
 		} else {
