@@ -24,14 +24,14 @@ func TestTwoInstancesShareRedis(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer upstream.Close()
 	route := fmt.Sprintf("two-%d", time.Now().UnixNano()) // distributed buckets are keyed by route name
-	// A generous command timeout: this test is about sharing, not deadlines,
-	// and it runs beside other packages' tests on two cores.
+	// Generous command and decision timeouts: this test is about sharing,
+	// not deadlines, and it runs beside other packages' tests on two cores.
 	yml := fmt.Sprintf(`
 redis: {address: %q, timeout: 1s}
 upstreams: {u: {targets: [{url: %q}]}}
 routes:
   - {name: auth, match: {prefix: /auth}, upstream: u, filters: [{auth: {key_prefix: %q, timeout: 1s}}]}
-  - {name: %s, match: {prefix: /limited}, upstream: u, filters: [{rate_limit: {key: route, rate: 10, per: 1m, burst: 10, distributed: true}}]}
+  - {name: %s, match: {prefix: /limited}, upstream: u, filters: [{rate_limit: {key: route, rate: 10, per: 1m, burst: 10, distributed: true, timeout: 1s}}]}
 `, redisAddr, upstream.URL, prefix, route)
 	gws := []*testGW{startGW(t, yml), startGW(t, yml)}
 
@@ -57,7 +57,7 @@ routes:
 	// A shared limit: a burst of 10, then one more every 6 s. 30 requests
 	// spread over both instances within a few seconds: two separate
 	// limits would allow 20. A decision Redis could not make within its
-	// 20 ms deadline (a slow scheduler) falls back to the instance's local
+	// deadline (a very slow scheduler) falls back to the instance's local
 	// limit and is counted as such — its script may still have run in
 	// Redis and taken a token nobody saw. So what Redis was seen to allow
 	// is at most the burst (plus one per 6 s the test took), and at least

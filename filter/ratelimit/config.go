@@ -27,6 +27,9 @@ type Config struct {
 	Distributed bool `yaml:"distributed"`
 	// MaxKeys bounds the local buckets kept (least recently used evicted). Default 100000.
 	MaxKeys int `yaml:"max_keys"`
+	// Timeout bounds one distributed decision; past it the local limit
+	// answers (counted as a fallback). Default 20ms.
+	Timeout config.Duration `yaml:"timeout"`
 }
 
 // Defaults fills the fields left unset.
@@ -42,6 +45,9 @@ func (c *Config) Defaults() {
 	}
 	if c.MaxKeys == 0 {
 		c.MaxKeys = defaultMaxKeys
+	}
+	if c.Timeout == 0 {
+		c.Timeout = config.Duration(defaultDecisionTimeout)
 	}
 }
 

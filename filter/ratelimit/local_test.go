@@ -305,6 +305,7 @@ func TestNewErrors(t *testing.T) {
 		{"negative burst", ratelimit.Config{Rate: 1, Burst: -1}, ratelimit.Deps{}, "burst: must be at least 1, got -1"},
 		{"negative max keys", ratelimit.Config{Rate: 1, MaxKeys: -1}, ratelimit.Deps{}, "max_keys: must be at least 1, got -1"},
 		{"too fast", ratelimit.Config{Rate: 2000000}, ratelimit.Deps{}, "rate: 2000000 per 1s is more than one request per 1µs"},
+		{"negative timeout", ratelimit.Config{Rate: 1, Timeout: config.Duration(-time.Second)}, ratelimit.Deps{}, "timeout: must be more than 0, got -1s"},
 		{"non-positive period", ratelimit.Config{Rate: 1, Per: config.Duration(-time.Second)}, ratelimit.Deps{}, "per: must be more than 0, got -1s"},
 		{"burst too long", ratelimit.Config{Rate: 1, Per: config.Duration(time.Hour), Burst: 1 << 30}, ratelimit.Deps{}, "burst: 1073741824"},
 		{"unknown key", ratelimit.Config{Rate: 1, Key: "cookie:x"}, ratelimit.Deps{}, `key: unknown key "cookie:x" (known: client_ip, user, route, header:<Name>)`},

@@ -44,14 +44,13 @@ type Deps struct {
 	Route string
 	// Now is the clock of the local limit; nil: time.Now.
 	Now func() time.Time
-	// DecisionTimeout bounds one distributed decision; past it the local
-	// limit answers. 0: 20ms.
+	// DecisionTimeout, when not 0, bounds one distributed decision in
+	// place of the config's timeout (tests).
 	DecisionTimeout time.Duration
 }
 
 const (
-	// defaultDecisionTimeout bounds one distributed decision unless
-	// Deps says otherwise; past it the local limit answers.
+	// defaultDecisionTimeout is the default of Config.Timeout.
 	defaultDecisionTimeout = 20 * time.Millisecond
 	// defaultMaxKeys bounds the local buckets when the config does not.
 	defaultMaxKeys = 100000
@@ -145,7 +144,7 @@ func New(cfg *Config, deps Deps) (*Filter, error) {
 		f.now = time.Now
 	}
 	if f.timeout <= 0 {
-		f.timeout = defaultDecisionTimeout
+		f.timeout = c.Timeout.D()
 	}
 	f.start = f.now()
 	if f.log == nil {
@@ -216,6 +215,9 @@ func compile(cfg *Config, redis bool, at config.At) limits {
 	}
 	if l.maxKeys < 1 {
 		at.Field("max_keys").Errorf("must be at least 1, got %d", l.maxKeys)
+	}
+	if cfg.Timeout <= 0 {
+		at.Field("timeout").Errorf("must be more than 0, got %s", cfg.Timeout.D())
 	}
 	if cfg.Distributed && !redis {
 		at.Field("distributed").Errorf("a distributed limit needs the top-level redis: section (redis.address)")
