@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	_ "github.com/dubbogw/dubbogw/all" // every kind the configuration names
 	"github.com/dubbogw/dubbogw/config"
-	_ "github.com/dubbogw/dubbogw/filter/all" // the filters the configuration names
 )
 
 // secretsYAML is a valid configuration holding a secret in every place

@@ -50,7 +50,7 @@ func CheckAdminToken(token string) error {
 func checkAllowedHost(h string) error {
 	host := h
 	if hh, port, err := net.SplitHostPort(h); err == nil {
-		if err := checkPort(port, false); err != nil {
+		if err := CheckPort(port, false); err != nil {
 			return fmt.Errorf("%q: %v", h, err)
 		}
 		host = hh

@@ -45,8 +45,18 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		v.SetZero()
 		return
 	}
-	if v.Type() == filterType {
+	switch v.Type() {
+	case filterType:
 		d.decodeFilter(n, v, path, line)
+		return
+	case routeType:
+		d.decodeRoute(n, v, path, line)
+		return
+	case registryType:
+		d.decodeRegistry(n, v, path, line)
+		return
+	case configType:
+		d.decodeConfig(n, v, path, line)
 		return
 	}
 	if v.CanAddr() && reflect.PointerTo(v.Type()).Implements(unmarshalerType) {

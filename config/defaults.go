@@ -25,27 +25,7 @@ const (
 	DefaultReloadInterval    = Duration(2 * time.Second)
 	DefaultRequestIDHeader   = "X-Request-Id"
 	DefaultAccessLogOutput   = "stdout"
-	DefaultPolicy            = PolicyRoundRobin
-	DefaultUpstreamTimeout   = Duration(30 * time.Second)
-	DefaultConnectTimeout    = Duration(2 * time.Second)
-	DefaultTargetWeight      = 100
-	DefaultMaxIdlePerTarget  = 64
-	DefaultPoolIdleTimeout   = Duration(90 * time.Second)
-	DefaultRetries           = 1
-	DefaultMaxFailures       = 5
-	DefaultEjection          = Duration(10 * time.Second)
-	DefaultMaxEjection       = Duration(2 * time.Minute)
 )
-
-// Load-balancing policies of Upstream.Policy.
-const (
-	PolicyRoundRobin     = "round_robin"
-	PolicyWeightedRandom = "weighted_random"
-	PolicyLeastRequest   = "least_request"
-)
-
-// RetryOnConnectFailure is the Retry.On entry for a failed TCP connect.
-const RetryOnConnectFailure = "connect_failure"
 
 // DefaultIdentityHeaders returns the default Server.IdentityHeaders: the
 // auth filter's default user header, and the user headers that
@@ -56,106 +36,113 @@ func DefaultIdentityHeaders() []string {
 		"X-Auth-Request-User", "X-Auth-Request-Email"}
 }
 
-// DefaultRetryOn returns the default Retry.On.
-func DefaultRetryOn() []string { return []string{RetryOnConnectFailure, "502", "503", "504"} }
-
-// DefaultUpgrades returns the default Route.Upgrades: WebSocket only.
-func DefaultUpgrades() []string { return []string{"websocket"} }
-
-// DefaultRetryMethods returns the default Retry.Methods: the idempotent methods.
-func DefaultRetryMethods() []string { return []string{"GET", "HEAD", "OPTIONS", "PUT", "DELETE"} }
-
 // Defaults fills every zero value of c with its documented default. Slices
 // are defaulted only when nil, so an explicit empty list stays empty. A
 // route's timeout defaults to its upstream's and its body limit to
 // server.max_body_bytes. Defaults is idempotent.
 func Defaults(c *Config) {
-	setDefault(&c.Listen, DefaultListen)
-	setDefault(&c.Admin.Listen, DefaultAdminListen)
-	setDefault(&c.Log.Level, DefaultLogLevel)
-	setDefault(&c.Log.Format, DefaultLogFormat)
+	SetDefault(&c.Listen, DefaultListen)
+	SetDefault(&c.Admin.Listen, DefaultAdminListen)
+	SetDefault(&c.Log.Level, DefaultLogLevel)
+	SetDefault(&c.Log.Format, DefaultLogFormat)
 
 	s := &c.Server
-	setDefault(&s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	setDefault(&s.IdleTimeout, DefaultIdleTimeout)
-	setDefault(&s.MaxHeaderBytes, DefaultMaxHeaderBytes)
-	setDefault(&s.MaxBodyBytes, DefaultMaxBodyBytes)
-	setDefaultPtr(&s.MaxInFlight, DefaultMaxInFlight)
-	setDefaultPtr(&s.H2C, true)
+	SetDefault(&s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	SetDefault(&s.IdleTimeout, DefaultIdleTimeout)
+	SetDefault(&s.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	SetDefault(&s.MaxBodyBytes, DefaultMaxBodyBytes)
+	SetDefaultPtr(&s.MaxInFlight, DefaultMaxInFlight)
+	SetDefaultPtr(&s.H2C, true)
 	if s.IdentityHeaders == nil {
 		s.IdentityHeaders = DefaultIdentityHeaders()
 	}
-	setDefault(&s.BodyGrace, DefaultBodyGrace)
-	setDefaultPtr(&s.MinBodyRate, DefaultMinBodyRate)
-	setDefault(&s.WriteTimeout, DefaultWriteTimeout)
-	setDefaultPtr(&s.MaxConnections, DefaultMaxConnections)
-	setDefaultPtr(&s.MaxConnectionsPerIP, DefaultMaxConnsPerIP)
-	setDefault(&s.MaxConcurrentStreams, DefaultMaxStreams)
+	SetDefault(&s.BodyGrace, DefaultBodyGrace)
+	SetDefaultPtr(&s.MinBodyRate, DefaultMinBodyRate)
+	SetDefault(&s.WriteTimeout, DefaultWriteTimeout)
+	SetDefaultPtr(&s.MaxConnections, DefaultMaxConnections)
+	SetDefaultPtr(&s.MaxConnectionsPerIP, DefaultMaxConnsPerIP)
+	SetDefault(&s.MaxConcurrentStreams, DefaultMaxStreams)
 
-	setDefaultPtr(&c.Shutdown.Delay, DefaultShutdownDelay)
-	setDefaultPtr(&c.Shutdown.IdleGrace, DefaultIdleGrace)
-	setDefault(&c.Shutdown.DrainTimeout, DefaultDrainTimeout)
-	setDefault(&c.Reload.Interval, DefaultReloadInterval)
-	setDefault(&c.RequestID.Header, DefaultRequestIDHeader)
-	setDefaultPtr(&c.RequestID.TrustIncoming, true)
-	setDefaultPtr(&c.AccessLog.Enabled, true)
-	setDefault(&c.AccessLog.Output, DefaultAccessLogOutput)
+	SetDefaultPtr(&c.Shutdown.Delay, DefaultShutdownDelay)
+	SetDefaultPtr(&c.Shutdown.IdleGrace, DefaultIdleGrace)
+	SetDefault(&c.Shutdown.DrainTimeout, DefaultDrainTimeout)
+	SetDefault(&c.Reload.Interval, DefaultReloadInterval)
+	SetDefault(&c.RequestID.Header, DefaultRequestIDHeader)
+	SetDefaultPtr(&c.RequestID.TrustIncoming, true)
+	SetDefaultPtr(&c.AccessLog.Enabled, true)
+	SetDefault(&c.AccessLog.Output, DefaultAccessLogOutput)
 
-	defaultDubbo(c)
 	defaultRisk(c)
 	defaultTracing(c)
 	defaultFilters(c.DefaultFilters)
-	for _, u := range c.Upstreams {
-		if u != nil {
-			u.Defaults()
+
+	// Sections first, then registries, then routes: a route kind's
+	// defaults read sections (an upstream's timeout) and may add a
+	// registry (a derived one), which is then defaulted too.
+	for _, key := range sections.names() {
+		if c.Sections[key] == nil {
+			if c.Sections == nil {
+				c.Sections = make(map[string]Section)
+			}
+			c.Sections[key], _ = sections.make(key)
 		}
+		c.Sections[key].Defaults(c)
+	}
+	for _, reg := range c.Registries {
+		defaultRegistry(reg)
 	}
 	for _, r := range c.Routes {
 		if r == nil {
 			continue
 		}
 		defaultFilters(r.Filters)
-		if u := c.Upstreams[r.Upstream]; u != nil {
-			setDefault(&r.Timeout, u.Timeout)
+		SetDefault(&r.MaxBodyBytes, s.MaxBodyBytes)
+		if r.Spec != nil {
+			r.Spec.Defaults(RouteContext{Config: c, Route: r, Params: routeParams(r)})
 		}
-		setDefault(&r.MaxBodyBytes, s.MaxBodyBytes)
-		if r.Upgrades == nil && r.Dubbo == nil {
-			r.Upgrades = DefaultUpgrades()
-		}
+	}
+	for _, reg := range c.Registries {
+		defaultRegistry(reg) // those routes added
 	}
 }
 
-// Defaults fills the fields of u left unset: Defaults(c) calls it for
-// every upstream, and proxy.New for the one it builds.
-func (u *Upstream) Defaults() {
-	setDefault(&u.Policy, DefaultPolicy)
-	setDefault(&u.Timeout, DefaultUpstreamTimeout)
-	setDefault(&u.ConnectTimeout, DefaultConnectTimeout)
-	for i := range u.Targets {
-		setDefault(&u.Targets[i].Weight, DefaultTargetWeight)
+func defaultRegistry(reg *Registry) {
+	if reg == nil {
+		return
 	}
-	setDefault(&u.Pool.MaxIdlePerTarget, DefaultMaxIdlePerTarget)
-	setDefault(&u.Pool.IdleTimeout, DefaultPoolIdleTimeout)
-	setDefaultPtr(&u.Retry.Retries, DefaultRetries)
-	if u.Retry.On == nil {
-		u.Retry.On = DefaultRetryOn()
+	SetDefault(&reg.Type, DefaultRegistryType)
+	SetDefault(&reg.ReleaseAfter, DefaultRegistryReleaseAfter)
+	SetDefault(&reg.StartupWait, DefaultRegistryStartupWait)
+	if reg.Spec == nil {
+		reg.Spec, _ = registryTypes.make(reg.Type)
 	}
-	if u.Retry.Methods == nil {
-		u.Retry.Methods = DefaultRetryMethods()
+	if reg.Spec != nil {
+		reg.Spec.Defaults()
 	}
-	setDefaultPtr(&u.PassiveHealth.MaxFailures, DefaultMaxFailures)
-	setDefault(&u.PassiveHealth.Ejection, DefaultEjection)
-	setDefault(&u.PassiveHealth.MaxEjection, DefaultMaxEjection)
 }
 
-func setDefault[T comparable](field *T, value T) {
+// routeParams are the names of the parameters of r's path pattern (nil
+// for a prefix route or a pattern that does not parse).
+func routeParams(r *Route) []string {
+	if r.Match.Path == "" {
+		return nil
+	}
+	params, _ := parsePathPattern(r.Match.Path)
+	return params
+}
+
+// SetDefault sets *field to value when it is the zero value: how every
+// Defaults here and in the kinds' packages fills a field left unset.
+func SetDefault[T comparable](field *T, value T) {
 	var zero T
 	if *field == zero {
 		*field = value
 	}
 }
 
-func setDefaultPtr[T any](field **T, value T) {
+// SetDefaultPtr sets *field to a pointer to value when it is nil: for
+// fields whose zero value is a setting (an explicit 0 or false).
+func SetDefaultPtr[T any](field **T, value T) {
 	if *field == nil {
 		*field = &value
 	}

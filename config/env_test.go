@@ -41,9 +41,9 @@ func TestSubstitution(t *testing.T) {
 			func(c *Config) (any, any) { return c.Listen, "127.0.0.1:8181" }},
 		{"empty default", "access_log: {output: \"/var/log/gw${UNSET:-}.log\"}\n",
 			func(c *Config) (any, any) { return c.AccessLog.Output, "/var/log/gw.log" }},
-		{"inside a string", "upstreams:\n  users: {targets: [{url: \"http://${HOST}:9001/v${N}\"}]}\n",
+		{"inside a string", "backends:\n  users: {targets: [{url: \"http://${HOST}:9001/v${N}\"}]}\n",
 			func(c *Config) (any, any) {
-				return c.Upstreams["users"].Targets[0].URL, "http://users.internal:9001/v42"
+				return (*c.Section("backends").(*standInBackends))["users"].Targets[0].URL, "http://users.internal:9001/v42"
 			}},
 		{"escape", "access_log: {output: \"/tmp/$${HOME}/$HOME/a$$b.log\"}\n",
 			func(c *Config) (any, any) { return c.AccessLog.Output, "/tmp/${HOME}/$HOME/a$$b.log" }},
@@ -59,7 +59,7 @@ func TestSubstitution(t *testing.T) {
 			func(c *Config) (any, any) { return c.RequestID.Header, "X-42" }},
 		{"boolean", "admin:\n  pprof: ${YES}\nserver:\n  h2c: ${UNSET:-false}\n",
 			func(c *Config) (any, any) { return [2]bool{c.Admin.Pprof, *c.Server.H2C}, [2]bool{true, false} }},
-		{"explicit string tag stays a string", "routes:\n  - {name: !!str \"${N}\", match: {prefix: /}, upstream: users}\n",
+		{"explicit string tag stays a string", "routes:\n  - {name: !!str \"${N}\", match: {prefix: /}, backend: users}\n",
 			func(c *Config) (any, any) { return c.Routes[0].Name, "42" }},
 		{"no structure injection", "access_log: {output: \"${STRUCTURE}\"}\n",
 			func(c *Config) (any, any) { return c.AccessLog.Output, "a: b\nc: [d]" }},
@@ -70,10 +70,10 @@ func TestSubstitution(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := tc.yaml
 			switch {
-			case strings.Contains(doc, "upstreams:"):
+			case strings.Contains(doc, "backends:"):
 				doc += oneRoute
 			case strings.Contains(doc, "routes:"):
-				doc += upstreamsOnly
+				doc += backendsOnly
 			default:
 				doc += base
 			}

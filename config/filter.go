@@ -1,12 +1,8 @@
 package config
 
 import (
-	"fmt"
-	"maps"
 	"reflect"
-	"slices"
 	"strings"
-	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -33,49 +29,22 @@ type FilterContext struct {
 	Redis bool
 }
 
-// filterKinds maps a filter's YAML key to the constructor of its empty
-// configuration. Filled by RegisterFilter from init functions only, then
-// read: it is the one table of filter kinds.
-var filterKinds = struct {
-	sync.RWMutex
-	m map[string]func() FilterSpec
-}{m: make(map[string]func() FilterSpec)}
+// filterKinds is the one table of filter kinds: a filter's YAML key to
+// the constructor of its empty configuration.
+var filterKinds = newKinds[FilterSpec]("filter")
 
 // RegisterFilter makes name a filter key of filter lists; newSpec returns
 // the empty configuration an entry decodes into (a pointer to a struct).
 // Called from the filter package's init; a second registration of a name
 // panics, as it is a build mistake.
 func RegisterFilter(name string, newSpec func() FilterSpec) {
-	if !isPlainKey(name) {
-		panic(fmt.Sprintf("config: filter name %q is not a plain key", name))
-	}
-	if k := reflect.TypeOf(newSpec()); k == nil || k.Kind() != reflect.Pointer || k.Elem().Kind() != reflect.Struct {
-		panic(fmt.Sprintf("config: filter %q: its spec must be a pointer to a struct, got %v", name, k))
-	}
-	filterKinds.Lock()
-	defer filterKinds.Unlock()
-	if _, dup := filterKinds.m[name]; dup {
-		panic(fmt.Sprintf("config: filter %q registered twice", name))
-	}
-	filterKinds.m[name] = newSpec
+	filterKinds.register(name, newSpec, false)
 }
 
 // FilterNames lists the registered filter keys, sorted.
-func FilterNames() []string {
-	filterKinds.RLock()
-	defer filterKinds.RUnlock()
-	return slices.Sorted(maps.Keys(filterKinds.m))
-}
+func FilterNames() []string { return filterKinds.names() }
 
-func newFilterSpec(name string) (FilterSpec, bool) {
-	filterKinds.RLock()
-	defer filterKinds.RUnlock()
-	f, ok := filterKinds.m[name]
-	if !ok {
-		return nil, false
-	}
-	return f(), true
-}
+func newFilterSpec(name string) (FilterSpec, bool) { return filterKinds.make(name) }
 
 // Filter is one entry of a filter list, written as a mapping of one key,
 // the filter's name, to its configuration: `- cors: {allow_origins: ["*"]}`.
@@ -225,5 +194,13 @@ func identityOf(c *Config, f func(IdentitySource)) {
 func IdentityHeaders(c *Config) []string {
 	var out []string
 	identityOf(c, func(s IdentitySource) { out = append(out, s.IdentityHeaders()...) })
+	return out
+}
+
+// IdentityAttachments lists the Dubbo attachment keys the filters of c
+// set to tell providers who the client is.
+func IdentityAttachments(c *Config) []string {
+	var out []string
+	identityOf(c, func(s IdentitySource) { out = append(out, s.IdentityAttachments()...) })
 	return out
 }

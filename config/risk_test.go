@@ -10,7 +10,7 @@ func TestRiskConfigProblems(t *testing.T) {
 	cases := []struct{ name, yaml, path, reason string }{
 		{"bad redis address", "redis: {address: nohost}\n", "redis.address", `"nohost" is not host:port`},
 		{"pipelines not a power of two", "redis: {address: \"127.0.0.1:6379\", pipelines: 3}\n", "redis.pipelines", "must be a power of two"},
-		{"negative route limit", "routes:\n  - {name: r, match: {path: /a}, upstream: u, max_in_flight: -1}\nupstreams: {u: {targets: [{url: \"http://127.0.0.1:1\"}]}}\n",
+		{"negative route limit", "routes:\n  - {name: r, match: {path: /a}, backend: u, max_in_flight: -1}\nbackends: {u: {targets: [{url: \"http://127.0.0.1:1\"}]}}\n",
 			"routes[0].max_in_flight", "must not be negative"},
 		{"bad algorithm", "server: {adaptive_concurrency: {algorithm: vegas}}\n", "server.adaptive_concurrency.algorithm", `unknown algorithm "vegas"`},
 		{"min above max", "server: {adaptive_concurrency: {min_limit: 50, max_limit: 10}}\n", "server.adaptive_concurrency", "min_limit (50) <= max_limit (10)"},
@@ -44,11 +44,11 @@ func TestRiskDefaults(t *testing.T) {
 	c, err := Parse([]byte(`
 redis: {address: "127.0.0.1:6379"}
 server: {max_in_flight: 400, adaptive_concurrency: {}}
-upstreams: {u: {targets: [{url: "http://127.0.0.1:1"}]}}
+backends: {u: {targets: [{url: "http://127.0.0.1:1"}]}}
 routes:
   - name: r
     match: {path: /a}
-    upstream: u
+    backend: u
 `), "t.yaml", nil)
 	if err != nil {
 		t.Fatal(err)

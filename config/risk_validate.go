@@ -53,27 +53,27 @@ func defaultRisk(c *Config) {
 // Defaults fills the fields of r left unset: Defaults(c) calls it when a
 // redis: section is set, and redisclient.New for the client it builds.
 func (r *Redis) Defaults() {
-	setDefault(&r.DialTimeout, DefaultRedisDialTimeout)
-	setDefault(&r.Timeout, DefaultRedisTimeout)
-	setDefault(&r.Pipelines, DefaultRedisPipelines)
-	setDefault(&r.MaxPending, DefaultRedisMaxPending)
-	setDefaultPtr(&r.ClientCache.Enabled, true)
-	setDefault(&r.ClientCache.TTL, DefaultClientCacheTTL)
-	setDefault(&r.ClientCache.MaxBytes, DefaultClientCacheBytes)
-	setDefault(&r.Breaker.MaxFailures, DefaultRedisMaxFailures)
-	setDefault(&r.Breaker.OpenFor, DefaultRedisOpenFor)
+	SetDefault(&r.DialTimeout, DefaultRedisDialTimeout)
+	SetDefault(&r.Timeout, DefaultRedisTimeout)
+	SetDefault(&r.Pipelines, DefaultRedisPipelines)
+	SetDefault(&r.MaxPending, DefaultRedisMaxPending)
+	SetDefaultPtr(&r.ClientCache.Enabled, true)
+	SetDefault(&r.ClientCache.TTL, DefaultClientCacheTTL)
+	SetDefault(&r.ClientCache.MaxBytes, DefaultClientCacheBytes)
+	SetDefault(&r.Breaker.MaxFailures, DefaultRedisMaxFailures)
+	SetDefault(&r.Breaker.OpenFor, DefaultRedisOpenFor)
 }
 
 func defaultAdaptive(a *AdaptiveConcurrency, staticLimit int) {
-	setDefault(&a.Algorithm, DefaultAdaptiveAlgorithm)
-	setDefault(&a.MinLimit, DefaultAdaptiveMinLimit)
+	SetDefault(&a.Algorithm, DefaultAdaptiveAlgorithm)
+	SetDefault(&a.MinLimit, DefaultAdaptiveMinLimit)
 	if staticLimit > 0 {
-		setDefault(&a.MaxLimit, staticLimit)
+		SetDefault(&a.MaxLimit, staticLimit)
 	}
-	setDefault(&a.MaxLimit, DefaultAdaptiveMaxLimit)
-	setDefault(&a.InitialLimit, max(a.MaxLimit/4, a.MinLimit))
-	setDefault(&a.Tolerance, DefaultAdaptiveTolerance)
-	setDefault(&a.LatencyTarget, DefaultAdaptiveLatencyTgt)
+	SetDefault(&a.MaxLimit, DefaultAdaptiveMaxLimit)
+	SetDefault(&a.InitialLimit, max(a.MaxLimit/4, a.MinLimit))
+	SetDefault(&a.Tolerance, DefaultAdaptiveTolerance)
+	SetDefault(&a.LatencyTarget, DefaultAdaptiveLatencyTgt)
 }
 
 // validateRisk checks the top-level redis section and the routes'

@@ -40,11 +40,11 @@ const (
 
 func defaultTracing(c *Config) {
 	tr := &c.Tracing
-	setDefault(&tr.Endpoint, DefaultTracingEndpoint)
-	setDefaultPtr(&tr.SampleRatio, DefaultTracingSampleRatio)
-	setDefault(&tr.ServiceName, DefaultTracingService)
-	setDefault(&tr.Timeout, DefaultTracingTimeout)
-	setDefault(&tr.MaxQueueSize, DefaultTracingQueueSize)
+	SetDefault(&tr.Endpoint, DefaultTracingEndpoint)
+	SetDefaultPtr(&tr.SampleRatio, DefaultTracingSampleRatio)
+	SetDefault(&tr.ServiceName, DefaultTracingService)
+	SetDefault(&tr.Timeout, DefaultTracingTimeout)
+	SetDefault(&tr.MaxQueueSize, DefaultTracingQueueSize)
 }
 
 func validateTracing(ps *problems, c *Config) {

@@ -21,12 +21,8 @@ type Config struct {
 	AccessLog AccessLog `yaml:"access_log"`
 	// DefaultFilters run on every route, before the route's own filters.
 	DefaultFilters []Filter `yaml:"default_filters"`
-	// Upstreams are the named HTTP services routes send traffic to.
-	Upstreams map[string]*Upstream `yaml:"upstreams"`
 	// Registries are the named sources of Dubbo providers routes call.
 	Registries map[string]*Registry `yaml:"registries"`
-	// Dubbo sets the Dubbo client every Dubbo route shares.
-	Dubbo DubboClient `yaml:"dubbo"`
 	// Routes are matched against each request; see the router package for precedence.
 	Routes []*Route `yaml:"routes"`
 	// Demo starts in-process demo services, so the quickstart needs nothing external.
@@ -35,6 +31,10 @@ type Config struct {
 	Redis Redis `yaml:"redis"`
 	// Tracing exports OpenTelemetry traces over OTLP/HTTP. Off by default.
 	Tracing Tracing `yaml:"tracing"`
+
+	// Sections are the top-level keys other packages own (upstreams:,
+	// dubbo:), by key; see RegisterSection.
+	Sections map[string]Section `yaml:"-"`
 }
 
 // Admin configures the admin listener.
@@ -171,7 +171,9 @@ type AccessLog struct {
 	Output string `yaml:"output"`
 }
 
-// Route maps matching requests through filters to an upstream.
+// Route maps matching requests through filters to what its kind calls.
+// Its keys are the generic ones below and those of its kind (see
+// RegisterRouteKind).
 type Route struct {
 	// Name identifies the route in logs, metrics and errors; unique.
 	Name string `yaml:"name"`
@@ -179,11 +181,8 @@ type Route struct {
 	Match Match `yaml:"match"`
 	// Filters run in order after the default filters.
 	Filters []Filter `yaml:"filters"`
-	// Upstream names an entry of upstreams. Exactly one of Upstream and Dubbo is set.
-	Upstream string `yaml:"upstream"`
-	// Dubbo makes the route call a Dubbo method instead of an HTTP upstream.
-	Dubbo *DubboRoute `yaml:"dubbo"`
-	// Timeout bounds the whole upstream exchange; default the upstream's timeout.
+	// Timeout bounds the whole upstream exchange; its kind gives the
+	// default (an HTTP upstream's timeout).
 	Timeout Duration `yaml:"timeout"`
 	// MaxBodyBytes overrides server.max_body_bytes for this route.
 	MaxBodyBytes ByteSize `yaml:"max_body_bytes"`
@@ -198,11 +197,11 @@ type Route struct {
 	// it; "..;" and ".;" segments are refused all the same. Default false:
 	// 400 for any ';' in the path.
 	AllowMatrixParams bool `yaml:"allow_matrix_params"`
-	// Upgrades lists the protocols an HTTP route lets a client upgrade to
-	// (Upgrade header, tunnelled after a 101); a request asking for
-	// another one is served as plain HTTP, its Upgrade ignored. Default
-	// [websocket]; [] allows none. HTTP upstream routes only.
-	Upgrades []string `yaml:"upgrades"`
+
+	// Kind is the key that chose the route's kind ("upstream", "dubbo").
+	Kind string `yaml:"-"`
+	// Spec is the kind's settings: the route's keys other than the above.
+	Spec RouteSpec `yaml:"-"`
 }
 
 // Match selects requests. Path and Prefix are exclusive; one of them is required.
@@ -215,77 +214,6 @@ type Match struct {
 	Path string `yaml:"path"`
 	// Prefix matches the path and everything below it, segment-aware.
 	Prefix string `yaml:"prefix"`
-}
-
-// Upstream is an HTTP service with one or more targets.
-type Upstream struct {
-	// Targets are base URLs (scheme http or https, host:port, optional base path).
-	Targets []Target `yaml:"targets"`
-	// Policy picks a target: round_robin (default), weighted_random, least_request.
-	Policy string `yaml:"policy"`
-	// Timeout bounds the whole exchange (request, response headers and body). Default 30s.
-	Timeout Duration `yaml:"timeout"`
-	// ConnectTimeout bounds TCP connect. Default 2s.
-	ConnectTimeout Duration `yaml:"connect_timeout"`
-	// PreserveHost forwards the client's Host header instead of the target's.
-	PreserveHost bool `yaml:"preserve_host"`
-	// Pool limits connections per target.
-	Pool Pool `yaml:"pool"`
-	// Retry retries idempotent requests on another target.
-	Retry Retry `yaml:"retry"`
-	// PassiveHealth ejects failing targets and lets them back through probes.
-	PassiveHealth PassiveHealth `yaml:"passive_health"`
-	// Transport sends the requests: "direct" (default: HTTP/1.1 exchanges
-	// on the calling goroutine over pooled connections, for http://
-	// targets; https targets, upgrades, Expect: 100-continue, trailers and
-	// large or streamed bodies go through net/http's Transport) or
-	// "standard" (net/http's Transport for everything).
-	Transport string `yaml:"transport"`
-}
-
-// Values of Upstream.Transport; "" means TransportDirect.
-const (
-	TransportStandard = "standard"
-	TransportDirect   = "direct"
-)
-
-// Target is one upstream address.
-type Target struct {
-	URL string `yaml:"url"`
-	// Weight for weighted_random (and ignored by other policies). Default 100.
-	Weight int `yaml:"weight"`
-}
-
-// Pool limits the connection pool of each target.
-type Pool struct {
-	// MaxIdlePerTarget keeps at most this many idle connections per target. Default 64.
-	MaxIdlePerTarget int `yaml:"max_idle_per_target"`
-	// MaxPerTarget caps connections per target (requests wait beyond it); 0 = no cap. Default 0.
-	MaxPerTarget int `yaml:"max_per_target"`
-	// IdleTimeout closes idle pooled connections. Default 90s.
-	IdleTimeout Duration `yaml:"idle_timeout"`
-}
-
-// Retry sets retries of a failed attempt on another target.
-type Retry struct {
-	// Retries is the number of extra attempts. Default 1; 0 disables.
-	Retries *int `yaml:"retries"`
-	// On lists what counts as retryable: connect_failure and status codes such as 502, 503, 504.
-	// Default [connect_failure, 502, 503, 504].
-	On []string `yaml:"on"`
-	// Methods that may be retried. Default GET, HEAD, OPTIONS, PUT, DELETE (idempotent methods).
-	Methods []string `yaml:"methods"`
-}
-
-// PassiveHealth ejects a target after consecutive failures (connect errors and 5xx)
-// and lets a single probe request through once the ejection time has passed.
-type PassiveHealth struct {
-	// MaxFailures consecutive failures eject a target. Default 5; 0 disables ejection.
-	MaxFailures *int `yaml:"max_failures"`
-	// Ejection is the first ejection time; it doubles on each failed probe. Default 10s.
-	Ejection Duration `yaml:"ejection"`
-	// MaxEjection caps the ejection time. Default 2m.
-	MaxEjection Duration `yaml:"max_ejection"`
 }
 
 // Demo starts in-process demo services for the quickstart.

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net"
 	"net/netip"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -32,20 +31,14 @@ func Validate(c *Config) error {
 }
 
 // Warnings lists what is allowed but probably unintended: an admin
-// listener reachable from other machines without a token, upstreams that
-// no route uses. Sorted by path.
+// listener reachable from other machines without a token, and what
+// sections find (upstreams that no route uses). Sorted by path.
 func Warnings(c *Config) []Problem {
-	used := make(map[string]bool)
-	for _, r := range c.Routes {
-		if r != nil {
-			used[r.Upstream] = true
-		}
-	}
 	var ps problems
 	adminWarnings(&ps, &c.Admin)
-	for name := range c.Upstreams {
-		if !used[name] {
-			ps.add(keyPath("upstreams", name), 0, "not used by any route")
+	for _, key := range sections.names() {
+		if w, ok := c.Sections[key].(SectionWarner); ok {
+			w.Warn(At{&ps, key}, c)
 		}
 	}
 	sortProblems(ps)
@@ -70,8 +63,8 @@ func validate(c *Config) problems {
 	check("log.format", checkLogFormat(c.Log.Format))
 
 	s := &c.Server
-	check("server.read_header_timeout", positive(s.ReadHeaderTimeout))
-	check("server.idle_timeout", positive(s.IdleTimeout))
+	check("server.read_header_timeout", Positive(s.ReadHeaderTimeout))
+	check("server.idle_timeout", Positive(s.IdleTimeout))
 	if s.MaxHeaderBytes < 1<<10 {
 		ps.add("server.max_header_bytes", 0, "%d bytes is too small: at least 1KiB", s.MaxHeaderBytes)
 	}
@@ -81,8 +74,8 @@ func validate(c *Config) problems {
 	if s.MaxInFlight != nil && *s.MaxInFlight < 0 {
 		ps.add("server.max_in_flight", 0, "must be 0 (no limit) or more, got %d", *s.MaxInFlight)
 	}
-	check("server.body_grace", positive(s.BodyGrace))
-	check("server.write_timeout", positive(s.WriteTimeout))
+	check("server.body_grace", Positive(s.BodyGrace))
+	check("server.write_timeout", Positive(s.WriteTimeout))
 	if s.MaxConnections != nil && *s.MaxConnections < 0 {
 		ps.add("server.max_connections", 0, "must be 0 (no cap) or more, got %d", *s.MaxConnections)
 	}
@@ -110,7 +103,7 @@ func validate(c *Config) problems {
 	if c.Shutdown.Delay != nil {
 		check("shutdown.delay", NonNegative(*c.Shutdown.Delay))
 	}
-	check("shutdown.drain_timeout", positive(c.Shutdown.DrainTimeout))
+	check("shutdown.drain_timeout", Positive(c.Shutdown.DrainTimeout))
 	if c.Reload.Watch && c.Reload.Interval.D() < 100*time.Millisecond {
 		ps.add("reload.interval", 0, "%s is too short for watching the file: at least 100ms", c.Reload.Interval.D())
 	} else {
@@ -120,14 +113,21 @@ func validate(c *Config) problems {
 	check("access_log.output", checkLogOutput(c.AccessLog.Output))
 
 	validateFilters(&ps, "default_filters", c.DefaultFilters, FilterContext{Redis: c.Redis.Address != ""})
-	validateUpstreams(&ps, c.Upstreams)
+	for _, key := range sections.names() {
+		if s := c.Sections[key]; s != nil {
+			s.Validate(At{&ps, key}, c)
+		}
+	}
+	validateRegistries(&ps, c.Registries)
 	validateRoutes(&ps, c)
-	validateDubbo(&ps, c)
 	validateRisk(&ps, c)
 	validateTracing(&ps, c)
 
 	if c.Demo.HTTP != "" {
 		check("demo.http", checkListenAddr(c.Demo.HTTP))
+	}
+	if c.Demo.Dubbo != "" {
+		check("demo.dubbo", checkListenAddr(c.Demo.Dubbo))
 	}
 	return ps
 }
@@ -143,7 +143,7 @@ func validateRoutes(ps *problems, c *Config) {
 		switch first, dup := firstByName[r.Name]; {
 		case r.Name == "":
 			ps.add(path+".name", 0, "required: every route has a unique name")
-		case !routeName.MatchString(r.Name):
+		case !CheckName(r.Name):
 			ps.add(path+".name", 0, "%q: use only letters, digits, '-', '_' and '.'", r.Name)
 		case dup:
 			ps.add(path+".name", 0, "duplicate route name %q (first used by routes[%d])", r.Name, first)
@@ -153,19 +153,8 @@ func validateRoutes(ps *problems, c *Config) {
 
 		params := validateMatch(ps, path+".match", &r.Match)
 
-		switch u := r.Upstream; {
-		case u != "" && r.Dubbo != nil:
-			ps.add(path, 0, "set upstream (HTTP) or dubbo, not both")
-		case r.Dubbo != nil:
-			validateDubboRoute(ps, c, path+".dubbo", r, params)
-		case u == "":
-			ps.add(path+".upstream", 0, "required: name an entry of upstreams (or call Dubbo with dubbo:)")
-		case c.Upstreams[u] == nil && !hasKey(c.Upstreams, u):
-			defined := "no upstreams are defined"
-			if len(c.Upstreams) > 0 {
-				defined = "defined: " + strings.Join(slices.Sorted(maps.Keys(c.Upstreams)), ", ")
-			}
-			ps.add(path+".upstream", 0, "upstream %q is not defined; %s", u, defined)
+		if r.Spec != nil {
+			r.Spec.Validate(At{ps, path}, RouteContext{Config: c, Route: r, Params: params})
 		}
 		if err := NonNegative(r.Timeout); err != nil {
 			ps.add(path+".timeout", 0, "%v", err)
@@ -173,33 +162,59 @@ func validateRoutes(ps *problems, c *Config) {
 		if r.MaxBodyBytes < 0 {
 			ps.add(path+".max_body_bytes", 0, "must not be negative")
 		}
-		validateUpgrades(ps, path+".upgrades", r)
 		validateFilters(ps, path+".filters", r.Filters, FilterContext{Params: params, Redis: c.Redis.Address != ""})
 	}
 }
 
-// validateUpgrades checks a route's upgrades: protocol names (tokens, an
-// optional "/version"), on HTTP upstream routes only.
-func validateUpgrades(ps *problems, path string, r *Route) {
-	if r.Dubbo != nil && len(r.Upgrades) > 0 {
-		ps.add(path, 0, "only HTTP upstream routes tunnel upgrades; a dubbo route serves plain HTTP")
-		return
-	}
-	for i, p := range r.Upgrades {
-		if !upgradeProtocol.MatchString(p) {
-			ps.add(indexPath(path, i), 0, "%q is not a protocol name such as websocket", p)
-		}
-	}
-}
-
-var upgradeProtocol = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+(/[A-Za-z0-9!#$%&'*+.^_`|~-]+)?$")
-
-func hasKey[V any](m map[string]V, k string) bool {
-	_, ok := m[k]
-	return ok
-}
-
 var routeName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// CheckName reports whether name is fit to name a route, an upstream or
+// a registry: letters, digits, '-', '_' and '.'.
+func CheckName(name string) bool { return routeName.MatchString(name) }
+
+// validateRegistries checks every registry: its name, the settings every
+// type shares and its type's own.
+func validateRegistries(ps *problems, regs map[string]*Registry) {
+	for _, name := range slices.Sorted(maps.Keys(regs)) {
+		reg := regs[name]
+		path := keyPath("registries", name)
+		if !CheckName(name) && (reg == nil || reg.DerivedFrom == "") {
+			ps.add(path, 0, "registry name %q: use only letters, digits, '-', '_' and '.'", name)
+		}
+		if reg == nil {
+			ps.add(path, 0, "empty registry: set its type and settings")
+			continue
+		}
+		if err := NonNegative(reg.ReleaseAfter); err != nil {
+			ps.add(path+".release_after", 0, "%v", err)
+		}
+		if err := NonNegative(reg.StartupWait); err != nil {
+			ps.add(path+".startup_wait", 0, "%v", err)
+		}
+		if reg.Spec == nil {
+			ps.add(path+".type", 0, "unknown registry type %q (known: %s)", reg.Type, strings.Join(RegistryTypes(), ", "))
+			continue
+		}
+		reg.Spec.Validate(At{ps, path})
+	}
+}
+
+// RegistryNamed returns the registry name of c and whether it is
+// defined, for a route kind's rules; the error names those defined.
+func RegistryNamed(c *Config, name string) (*Registry, error) {
+	reg, ok := c.Registries[name]
+	switch {
+	case name == "":
+		return nil, errors.New("required: name an entry of registries")
+	case !ok:
+		defined := "no registries are defined"
+		if len(c.Registries) > 0 {
+			defined = "defined: " + strings.Join(slices.Sorted(maps.Keys(c.Registries)), ", ")
+		}
+		return nil, fmt.Errorf("registry %q is not defined; %s", name, defined)
+	}
+	return reg, nil
+}
 
 // validateMatch checks a route's match and returns the names of the
 // parameters of its path pattern (nil for a prefix route).
@@ -314,139 +329,6 @@ func validHost(h string) bool {
 	return true
 }
 
-func validateUpstreams(ps *problems, upstreams map[string]*Upstream) {
-	for _, name := range slices.Sorted(maps.Keys(upstreams)) {
-		u := upstreams[name]
-		path := keyPath("upstreams", name)
-		if !routeName.MatchString(name) {
-			ps.add(path, 0, "upstream name %q: use only letters, digits, '-', '_' and '.'", name)
-		}
-		if u == nil {
-			ps.add(path, 0, "empty upstream: targets are required")
-			continue
-		}
-		if len(u.Targets) == 0 {
-			ps.add(path+".targets", 0, "required: at least one target")
-		}
-		firstByURL := make(map[string]int)
-		for i, t := range u.Targets {
-			tp := indexPath(path+".targets", i)
-			if err := checkTargetURL(t.URL); err != nil {
-				ps.add(tp+".url", 0, "%v", err)
-			} else if first, dup := firstByURL[t.URL]; dup {
-				ps.add(tp+".url", 0, "repeats targets[%d]; use weight to favour a target", first)
-			} else {
-				firstByURL[t.URL] = i
-			}
-			if t.Weight < 1 || t.Weight > 10000 {
-				ps.add(tp+".weight", 0, "must be 1..10000, got %d", t.Weight)
-			}
-		}
-		switch u.Policy {
-		case PolicyRoundRobin, PolicyWeightedRandom, PolicyLeastRequest:
-		default:
-			ps.add(path+".policy", 0, "%q is not a policy: want round_robin, weighted_random or least_request", u.Policy)
-		}
-		switch u.Transport {
-		case "", TransportStandard, TransportDirect:
-		default:
-			ps.add(path+".transport", 0, "%q is not a transport: want standard or direct", u.Transport)
-		}
-		if err := positive(u.Timeout); err != nil {
-			ps.add(path+".timeout", 0, "%v", err)
-		}
-		if err := positive(u.ConnectTimeout); err != nil {
-			ps.add(path+".connect_timeout", 0, "%v", err)
-		}
-		if u.Pool.MaxIdlePerTarget < 0 {
-			ps.add(path+".pool.max_idle_per_target", 0, "must not be negative")
-		}
-		if u.Pool.MaxPerTarget < 0 {
-			ps.add(path+".pool.max_per_target", 0, "must be 0 (no cap) or more")
-		}
-		if err := NonNegative(u.Pool.IdleTimeout); err != nil {
-			ps.add(path+".pool.idle_timeout", 0, "%v", err)
-		}
-		validateRetry(ps, path+".retry", &u.Retry)
-		validatePassiveHealth(ps, path+".passive_health", &u.PassiveHealth)
-	}
-}
-
-// checkTargetURL accepts "http://host:port" and "https://host[:port]/base".
-// Its errors show the URL redacted (RedactURL).
-func checkTargetURL(raw string) error {
-	if raw == "" {
-		return errors.New(`required: a base URL such as "http://127.0.0.1:8081"`)
-	}
-	shown := RedactURL(raw)
-	if !strings.Contains(raw, "://") {
-		return fmt.Errorf("%q has no scheme: write \"http://%s\"", shown, shown)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("%q is not a URL%s", shown, urlErrorDetail(raw, err))
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%q: scheme must be http or https", shown)
-	case u.Host == "" || u.Hostname() == "":
-		return fmt.Errorf("%q has no host", shown)
-	case u.User != nil:
-		return fmt.Errorf("%q: credentials in the URL are not supported; use a headers filter", shown)
-	case u.RawQuery != "" || u.ForceQuery:
-		return fmt.Errorf("%q: a target has no query", shown)
-	case u.Fragment != "":
-		return fmt.Errorf("%q: a target has no fragment", shown)
-	}
-	if p := u.Port(); p != "" {
-		if err := checkPort(p, false); err != nil {
-			return fmt.Errorf("%q: %v", shown, err)
-		}
-	}
-	return nil
-}
-
-// urlErrorDetail is ": <why url.Parse refused raw>", or "" when raw has
-// user info or a query: the reason may quote a piece of them (a bad
-// escape in a password).
-func urlErrorDetail(raw string, err error) string {
-	if strings.ContainsAny(raw, "@?#") {
-		return " (check its escapes, host and port)"
-	}
-	return ": " + errors.Unwrap(err).Error()
-}
-
-func validateRetry(ps *problems, path string, r *Retry) {
-	if r.Retries != nil && (*r.Retries < 0 || *r.Retries > 10) {
-		ps.add(path+".retries", 0, "must be 0..10, got %d", *r.Retries)
-	}
-	for i, on := range r.On {
-		p := indexPath(path+".on", i)
-		if on != RetryOnConnectFailure {
-			if code, err := strconv.Atoi(on); err != nil || code < 500 || code > 599 {
-				ps.add(p, 0, "%q: want connect_failure or a status code 500..599", on)
-				continue
-			}
-		}
-		if j := slices.Index(r.On[:i], on); j >= 0 {
-			ps.add(p, 0, "%s repeats on[%d]", on, j)
-		}
-	}
-	CheckMethods(At{ps, path + ".methods"}, r.Methods)
-}
-
-func validatePassiveHealth(ps *problems, path string, h *PassiveHealth) {
-	if h.MaxFailures != nil && *h.MaxFailures < 0 {
-		ps.add(path+".max_failures", 0, "must be 0 (no ejection) or more, got %d", *h.MaxFailures)
-	}
-	if err := positive(h.Ejection); err != nil {
-		ps.add(path+".ejection", 0, "%v", err)
-	}
-	if h.MaxEjection < h.Ejection {
-		ps.add(path+".max_ejection", 0, "%s is shorter than ejection (%s)", h.MaxEjection.D(), h.Ejection.D())
-	}
-}
-
 // checkListenAddr accepts "host:port" with an optional host and a port 0..65535.
 func checkListenAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
@@ -456,7 +338,7 @@ func checkListenAddr(addr string) error {
 		}
 		return fmt.Errorf("%q: want host:port, as in \":8080\" or \"127.0.0.1:9090\"", addr)
 	}
-	if err := checkPort(port, true); err != nil {
+	if err := CheckPort(port, true); err != nil {
 		return fmt.Errorf("%q: %v", addr, err)
 	}
 	if host != "" && !validHost(host) {
@@ -467,7 +349,8 @@ func checkListenAddr(addr string) error {
 	return nil
 }
 
-func checkPort(port string, zeroOK bool) error {
+// CheckPort accepts a port number 1..65535 (0.. with zeroOK).
+func CheckPort(port string, zeroOK bool) error {
 	n, err := strconv.Atoi(port)
 	low := 1
 	if zeroOK {
@@ -566,7 +449,8 @@ func checkIdentityHeader(name, requestIDHeader string) error {
 	return nil
 }
 
-func positive(d Duration) error {
+// Positive accepts a duration of more than 0.
+func Positive(d Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("must be more than 0, got %s", d.D())
 	}
@@ -579,4 +463,14 @@ func NonNegative(d Duration) error {
 		return fmt.Errorf("must not be negative, got %s", d.D())
 	}
 	return nil
+}
+
+// URLErrorDetail is ": <why url.Parse refused raw>", or "" when raw has
+// user info or a query: the reason may quote a piece of them (a bad
+// escape in a password).
+func URLErrorDetail(raw string, err error) string {
+	if strings.ContainsAny(raw, "@?#") {
+		return " (check its escapes, host and port)"
+	}
+	return ": " + errors.Unwrap(err).Error()
 }

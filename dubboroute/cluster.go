@@ -6,13 +6,12 @@ import (
 	"fmt"
 
 	"github.com/dubbogw/dubbogw/cluster"
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 )
 
 // newCluster builds the route's cluster: policy, mode, retries and breakers.
-func newCluster(route string, cfg *config.DubboRoute, d Deps) (*cluster.Cluster, error) {
+func newCluster(route string, cfg *Config, d Deps) (*cluster.Cluster, error) {
 	mode, err := cluster.ParseMode(cfg.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)

@@ -20,7 +20,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dubbogw/dubbogw/cluster"
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/exchange"
@@ -52,7 +51,7 @@ type Deps struct {
 // Handler serves one Dubbo route.
 type Handler struct {
 	route    string
-	cfg      *config.DubboRoute
+	cfg      *Config
 	client   *dubbo.Client
 	log      *slog.Logger
 	enc      *jsonbridge.Encoder
@@ -79,7 +78,7 @@ type Handler struct {
 }
 
 // New compiles a route's Dubbo section. Release the handler with Close.
-func New(route string, cfg *config.DubboRoute, d Deps) (*Handler, error) {
+func New(route string, cfg *Config, d Deps) (*Handler, error) {
 	refs, ok := d.References[cfg.Registry]
 	if !ok || refs == nil {
 		return nil, fmt.Errorf("registry: %q is not defined", cfg.Registry)
@@ -133,7 +132,7 @@ func New(route string, cfg *config.DubboRoute, d Deps) (*Handler, error) {
 	}
 	for i := range h.params {
 		h.paramTypes = append(h.paramTypes, h.params[i].erased)
-		if h.params[i].from == config.FromBody && len(h.params[i].pointer) == 0 {
+		if h.params[i].from == FromBody && len(h.params[i].pointer) == 0 {
 			h.bodyParams++
 			h.bodyTypes = append(h.bodyTypes, h.params[i].typ)
 		}
@@ -308,13 +307,13 @@ func (h *Handler) hashKey(a *args) string {
 		}
 		p := &h.params[i]
 		switch p.from {
-		case config.FromBody:
+		case FromBody:
 			if a.raws != nil {
 				b.Write(a.raws[i])
 			} else {
 				b.Write(a.body)
 			}
-		case config.FromConstant:
+		case FromConstant:
 			b.WriteString(*p.value)
 		default:
 			s, _ := a.str(p)

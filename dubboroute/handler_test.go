@@ -91,7 +91,8 @@ routes:
 	for _, rc := range cfg.Routes {
 		// No Log: a nil logger discards (the refusals these tests cause
 		// are logged through it).
-		h, err := dubboroute.New(rc.Name, rc.Dubbo, dubboroute.Deps{
+		dr, _ := dubboroute.RouteOf(rc)
+		h, err := dubboroute.New(rc.Name, dr, dubboroute.Deps{
 			Client: client, References: map[string]*registry.References{"demo": refs},
 		})
 		if err != nil {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
@@ -42,7 +41,7 @@ const (
 	bodyFields                     // parameters read named fields or pointers
 )
 
-func compileParams(enc *jsonbridge.Encoder, cfgs []config.DubboParam) ([]param, bodyMode, error) {
+func compileParams(enc *jsonbridge.Encoder, cfgs []Param) ([]param, bodyMode, error) {
 	ps := make([]param, len(cfgs))
 	unnamedBody := 0
 	mode := bodyNone
@@ -55,10 +54,10 @@ func compileParams(enc *jsonbridge.Encoder, cfgs []config.DubboParam) ([]param, 
 		if c.Required != nil {
 			p.required = *c.Required
 		}
-		if primitives[c.Type] && c.Value == nil && c.From != config.FromConstant {
+		if primitives[c.Type] && c.Value == nil && c.From != FromConstant {
 			p.required = true // a Java primitive has no null to stand for "absent"
 		}
-		if c.From == config.FromBody {
+		if c.From == FromBody {
 			switch {
 			case c.Pointer != "":
 				if p.pointer, err = parsePointer(c.Pointer); err != nil {
@@ -124,12 +123,12 @@ func badArg(p *param, format string, args ...any) *argError {
 
 func (p *param) source() string {
 	switch p.from {
-	case config.FromBody:
+	case FromBody:
 		if len(p.pointer) > 0 {
 			return "from body /" + strings.Join(p.pointer, "/")
 		}
 		return "from body"
-	case config.FromConstant:
+	case FromConstant:
 		return "constant"
 	}
 	return "from " + p.from + " " + strconv.Quote(p.name)
@@ -199,7 +198,7 @@ func (h *Handler) resolve(r *http.Request, body []byte) (*args, *argError) {
 		a.found = make([]bool, len(h.params))
 		for i := range h.params {
 			p := &h.params[i]
-			if p.from != config.FromBody {
+			if p.from != FromBody {
 				continue
 			}
 			raw, found, err := lookup(body, p.pointer)
@@ -214,7 +213,7 @@ func (h *Handler) resolve(r *http.Request, body []byte) (*args, *argError) {
 	}
 	for i := range h.params {
 		p := &h.params[i]
-		if p.from == config.FromBody || p.from == config.FromConstant {
+		if p.from == FromBody || p.from == FromConstant {
 			continue
 		}
 		if n := a.count(p); n > 1 && !p.list {
@@ -231,7 +230,7 @@ func (h *Handler) resolve(r *http.Request, body []byte) (*args, *argError) {
 
 // count is how many values a path, query or header parameter has.
 func (a *args) count(p *param) int {
-	if p.from == config.FromQuery || p.from == config.FromHeader {
+	if p.from == FromQuery || p.from == FromHeader {
 		return len(a.values(p))
 	}
 	return 1
@@ -241,9 +240,9 @@ func (a *args) count(p *param) int {
 // the other sources.
 func (a *args) values(p *param) []string {
 	switch p.from {
-	case config.FromQuery:
+	case FromQuery:
 		return a.queryValues()[p.name]
-	case config.FromHeader:
+	case FromHeader:
 		return a.r.Header.Values(p.name)
 	}
 	return nil
@@ -258,7 +257,7 @@ func (a *args) queryValues() url.Values {
 
 // str returns a path/query/header parameter's string.
 func (a *args) str(p *param) (string, bool) {
-	if p.from == config.FromPath {
+	if p.from == FromPath {
 		v := exchange.PathValue(a.r, p.name)
 		return v, v != ""
 	}
@@ -289,7 +288,7 @@ func (a *args) write(e *hessian.Encoder) error {
 	case bodyWhole:
 		for i := range h.params {
 			p := &h.params[i]
-			if p.from == config.FromBody {
+			if p.from == FromBody {
 				if err := h.enc.EncodeContext(a.ctx, e, a.body, p.typ); err != nil {
 					return paramErr(p, err)
 				}
@@ -323,9 +322,9 @@ func (a *args) write(e *hessian.Encoder) error {
 func (a *args) writeOne(e *hessian.Encoder, p *param) error {
 	h := a.h
 	switch p.from {
-	case config.FromConstant:
+	case FromConstant:
 		return paramErr(p, h.enc.EncodeString(e, *p.value, p.typ))
-	case config.FromBody:
+	case FromBody:
 		if a.found[p.index] {
 			return paramErr(p, h.enc.EncodeContext(a.ctx, e, a.raws[p.index], p.typ))
 		}
@@ -351,7 +350,7 @@ func paramErr(p *param, err error) error {
 	// A string from the path, query or a header has no JSON structure:
 	// the root path "$" would only be noise in its message.
 	var pe *jsonbridge.PathError
-	if errors.As(err, &pe) && pe.Path == "$" && p.from != config.FromBody {
+	if errors.As(err, &pe) && pe.Path == "$" && p.from != FromBody {
 		return badArg(p, "%s", pe.Msg)
 	}
 	return badArg(p, "%v", err)

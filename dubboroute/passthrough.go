@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/dubbogw/dubbogw/cluster"
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/exchange"
@@ -43,7 +42,7 @@ type passthrough struct {
 // maxParams is the JVM's bound on a method's parameters.
 const maxParams = 255
 
-func newPassthrough(cfg *config.Passthrough, refs *registry.References) *passthrough {
+func newPassthrough(cfg *Passthrough, refs *registry.References) *passthrough {
 	p := &passthrough{exact: map[string]bool{}, refs: refs, attachments: cfg.Attachments}
 	for _, a := range cfg.Allow {
 		if strings.HasSuffix(a, ".*") {
@@ -146,7 +145,7 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 		exchange.Fail(w, r, exchange.CodeForbidden, "interface "+iface+" is not allowed on this route")
 		return
 	}
-	if !config.JavaIdent(method) {
+	if !protocol.JavaIdent(method) {
 		h.badRequest(w, r, "method "+method+" is not a Java method name")
 		return
 	}

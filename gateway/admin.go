@@ -16,6 +16,7 @@ import (
 	"github.com/dubbogw/dubbogw/admission"
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/dubboroute"
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/registry"
 )
@@ -108,7 +109,7 @@ func (g *Gateway) adminRoutes(w http.ResponseWriter, r *http.Request) {
 			Path: rt.cfg.Match.Path, Prefix: rt.cfg.Match.Prefix, Filters: rt.filters,
 			Upstream: rt.upstream, MaxBodyBytes: rt.maxBody,
 		}
-		if d := rt.cfg.Dubbo; d != nil {
+		if d, ok := dubboroute.RouteOf(rt.cfg); ok {
 			if d.Passthrough != nil {
 				v.Dubbo = d.Registry + ": pass-through to " + strings.Join(d.Passthrough.Allow, ", ")
 			} else {
@@ -141,7 +142,7 @@ func (g *Gateway) adminUpstreams(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]view, 0, len(names))
 	for _, n := range names {
-		out = append(out, view{Name: n, Policy: t.cfg.Upstreams[n].Policy, Targets: t.upstreams[n].Targets()})
+		out = append(out, view{Name: n, Policy: proxy.UpstreamsOf(t.cfg)[n].Policy, Targets: t.upstreams[n].Targets()})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"upstreams": out})
 }
@@ -193,7 +194,8 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 				rb.byAddr[b.Key] = b.State
 			}
 		}
-		reg := rt.cfg.Dubbo.Registry
+		dr, _ := dubboroute.RouteOf(rt.cfg)
+		reg := dr.Registry
 		breakers[reg] = append(breakers[reg], rb)
 	}
 	regs := []registryView{}

@@ -22,13 +22,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dubbogw/dubbogw/admission"
+	_ "github.com/dubbogw/dubbogw/all" // every kind the configuration names
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/demo"
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/provider"
+	"github.com/dubbogw/dubbogw/dubboroute"
 	"github.com/dubbogw/dubbogw/filter/accesslog"
-	_ "github.com/dubbogw/dubbogw/filter/all" // every filter of filter lists
 	"github.com/dubbogw/dubbogw/observe"
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/redisclient"
@@ -138,12 +139,13 @@ func New(opts Options) (*Gateway, error) {
 		cancel()
 	}
 	g.admission = admission.NewMetrics(g.registry)
+	dc := dubboroute.ClientOf(cfg)
 	g.dubbo = dubbo.New(dubbo.Options{
-		ConnsPerAddr: cfg.Dubbo.ConnsPerAddr,
-		DialTimeout:  cfg.Dubbo.DialTimeout.D(),
-		Heartbeat:    cfg.Dubbo.Heartbeat.D(),
-		MaxPayload:   int(cfg.Dubbo.MaxPayload),
-		MaxPending:   cfg.Dubbo.MaxPending,
+		ConnsPerAddr: dc.ConnsPerAddr,
+		DialTimeout:  dc.DialTimeout.D(),
+		Heartbeat:    dc.Heartbeat.D(),
+		MaxPayload:   int(dc.MaxPayload),
+		MaxPending:   dc.MaxPending,
 		Logger:       g.log,
 		Registerer:   g.registry,
 	})
@@ -375,7 +377,7 @@ func restartOnly(old, cfg *config.Config) []string {
 	if !reflect.DeepEqual(old.Redis, cfg.Redis) {
 		out = append(out, "redis")
 	}
-	if !reflect.DeepEqual(clientPart(old.Dubbo), clientPart(cfg.Dubbo)) {
+	if !reflect.DeepEqual(clientPart(*dubboroute.ClientOf(old)), clientPart(*dubboroute.ClientOf(cfg))) {
 		out = append(out, "dubbo (client settings; dubbo.types and dubbo.references do apply)")
 	}
 	if old.Server.ReadHeaderTimeout != cfg.Server.ReadHeaderTimeout || old.Server.IdleTimeout != cfg.Server.IdleTimeout ||
@@ -395,9 +397,9 @@ func restartOnly(old, cfg *config.Config) []string {
 }
 
 // clientPart is the part of the Dubbo settings the long-lived client is built from.
-func clientPart(d config.DubboClient) config.DubboClient {
+func clientPart(d dubboroute.Client) dubboroute.Client {
 	d.Types = nil
-	d.References = config.References{}
+	d.References = dubboroute.References{}
 	return d
 }
 

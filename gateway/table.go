@@ -28,7 +28,6 @@ import (
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/redisclient"
 	"github.com/dubbogw/dubbogw/registry"
-	"github.com/dubbogw/dubbogw/registry/zookeeper"
 	"github.com/dubbogw/dubbogw/router"
 )
 
@@ -110,7 +109,7 @@ type deps struct {
 func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 	t := &table{
 		cfg:         cfg,
-		upstreams:   make(map[string]*proxy.Upstream, len(cfg.Upstreams)),
+		upstreams:   make(map[string]*proxy.Upstream, len(proxy.UpstreamsOf(cfg))),
 		registries:  make(map[string]registry.Registry, len(cfg.Registries)),
 		references:  make(map[string]*registry.References, len(cfg.Registries)),
 		reqIDHeader: http.CanonicalHeaderKey(cfg.RequestID.Header),
@@ -134,15 +133,16 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		return nil, fmt.Errorf("server.trusted_proxies: %w", err)
 	}
 
-	names := make([]string, 0, len(cfg.Upstreams))
-	for name := range cfg.Upstreams {
+	upstreams := proxy.UpstreamsOf(cfg)
+	names := make([]string, 0, len(upstreams))
+	for name := range upstreams {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		ucfg := cfg.Upstreams[name]
+		ucfg := upstreams[name]
 		if old != nil {
-			if prev, ok := old.upstreams[name]; ok && reflect.DeepEqual(old.cfg.Upstreams[name], ucfg) {
+			if prev, ok := old.upstreams[name]; ok && reflect.DeepEqual(proxy.UpstreamsOf(old.cfg)[name], ucfg) {
 				t.upstreams[name] = prev
 				continue
 			}
@@ -154,7 +154,7 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		t.upstreams[name] = u
 	}
 
-	rc := cfg.Dubbo.References
+	rc := dubboroute.ClientOf(cfg).References
 	onDemand := registry.OnDemandLimits{PerSecond: rc.NewPerSecond, Max: rc.MaxSubscriptions}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Registries)) {
 		rcfg := cfg.Registries[name]
@@ -219,7 +219,8 @@ func awaitProviders(cfg *config.Config, t *table) error {
 			continue
 		}
 		// One deadline per registry for the whole table, not one per route.
-		wait := cfg.Registries[rt.cfg.Dubbo.Registry].StartupWait.D()
+		dr, _ := dubboroute.RouteOf(rt.cfg)
+		wait := cfg.Registries[dr.Registry].StartupWait.D()
 		if left := time.Until(start.Add(wait)); left > 0 {
 			timer := time.NewTimer(left)
 			select {
@@ -228,9 +229,9 @@ func awaitProviders(cfg *config.Config, t *table) error {
 			}
 			timer.Stop()
 		}
-		if rt.cfg.Dubbo.Check && len(dir.Providers()) == 0 {
+		if dr.Check && len(dir.Providers()) == 0 {
 			return fmt.Errorf("routes[%d].dubbo.check: no provider of %s in registry %q (state %s) after %s",
-				i, dir.Key(), rt.cfg.Dubbo.Registry, dir.State(), wait)
+				i, dir.Key(), dr.Registry, dir.State(), wait)
 		}
 	}
 	return nil
@@ -248,27 +249,32 @@ func (r *route) dubboDirectory() *registry.Directory {
 func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ *route, err error) {
 	var upstream http.Handler
 	var dh *dubboroute.Handler
-	if rc.Dubbo != nil {
+	var upstreamName string
+	if dr, ok := dubboroute.RouteOf(rc); ok {
+		client := dubboroute.ClientOf(cfg)
 		var err error
-		dh, err = dubboroute.New(rc.Name, rc.Dubbo, dubboroute.Deps{
-			Client: d.dubbo, References: t.references, Types: cfg.Dubbo.Types, AllowedClasses: cfg.Dubbo.AllowedClasses, Log: d.log, ClusterMetrics: d.cluster,
+		dh, err = dubboroute.New(rc.Name, dr, dubboroute.Deps{
+			Client: d.dubbo, References: t.references, Types: client.Types, AllowedClasses: client.AllowedClasses, Log: d.log, ClusterMetrics: d.cluster,
 			Tracer: d.tracer,
 		})
 		if err != nil {
 			return nil, fmt.Errorf(".dubbo.%w", err)
 		}
 		upstream = dh
-	} else {
-		u, ok := t.upstreams[rc.Upstream]
+	} else if hr, ok := proxy.RouteOf(rc); ok {
+		u, ok := t.upstreams[hr.Upstream]
 		if !ok {
-			return nil, fmt.Errorf(".upstream: upstream %q is not defined", rc.Upstream)
+			return nil, fmt.Errorf(".upstream: upstream %q is not defined", hr.Upstream)
 		}
-		upstream = u.Handler(time.Duration(rc.Timeout), proxy.Upgrades(rc.Upgrades...))
+		upstreamName = hr.Upstream
+		upstream = u.Handler(time.Duration(rc.Timeout), proxy.Upgrades(hr.Upgrades...))
+	} else {
+		return nil, fmt.Errorf(": route kind %q cannot be built", rc.Kind)
 	}
 	params := paramNames(rc.Match.Path)
 	var chain []filter.Filter
 	var names []string
-	rt := &route{name: rc.Name, cfg: rc, dubbo: dh, upstream: rc.Upstream, pattern: routePattern(rc.Match),
+	rt := &route{name: rc.Name, cfg: rc, dubbo: dh, upstream: upstreamName, pattern: routePattern(rc.Match),
 		allowMatrix: rc.AllowMatrixParams}
 	defer func() {
 		if err != nil {
@@ -349,39 +355,18 @@ func routeLimiter(rc *config.Route, old *table) (admission.Limiter, error) {
 }
 
 // newRegistry builds a registry from its config. Offline (dubbogw
-// validate), a registry that would connect somewhere is stood in for by an
-// empty static one.
+// validate), a registry that would connect somewhere stands in an empty
+// static one.
 func newRegistry(c *config.Registry, d deps) (registry.Registry, error) {
-	switch c.Type {
-	case config.RegistryStatic, "":
-		return registry.NewStatic(c.Providers)
-	case config.RegistryZooKeeper:
-		if d.offline {
-			return registry.NewStatic(nil)
-		}
-		return zookeeper.New(zookeeper.Options{
-			Addrs:          config.ZooKeeperAddrs(c.Address),
-			Root:           c.Root,
-			SessionTimeout: c.SessionTimeout.D(),
-			Timeout:        c.Timeout.D(),
-			Grace:          c.ReleaseAfter.D(),
-			WatchGC:        c.WatchGC.D(),
-			Register:       c.Register == nil || *c.Register,
-			Application:    c.Application,
-			Username:       c.Username,
-			Password:       c.Password,
-			Logger:         d.log,
-
-			Discovery:           c.Discovery,
-			ServicesRoot:        c.ServicesRoot,
-			Metadata:            metadataservice.Fetcher(d.dubbo),
-			Redial:              d.dubbo.Redial,
-			MetadataTimeout:     c.Metadata.Timeout.D(),
-			MetadataConcurrency: c.Metadata.Concurrency,
-			MetadataCache:       c.Metadata.Cache,
-		})
+	spec, ok := c.Spec.(registry.Spec)
+	if !ok {
+		return nil, fmt.Errorf("type: registry type %q cannot be built", c.Type)
 	}
-	return nil, fmt.Errorf("type: unknown registry type %q", c.Type)
+	deps := registry.Deps{Log: d.log, ReleaseAfter: c.ReleaseAfter.D(), Offline: d.offline}
+	if d.dubbo != nil {
+		deps.Metadata, deps.Redial = metadataservice.Fetcher(d.dubbo), d.dubbo.Redial
+	}
+	return spec.Build(deps)
 }
 
 // buildFilter builds the one filter an entry names, for route.

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -33,7 +32,7 @@ func BenchmarkProxy(b *testing.B) {
 	plain := httptest.NewServer(httputil.NewSingleHostReverseProxy(backendURL))
 	defer plain.Close()
 	upstreamServer := func(transport string) *httptest.Server {
-		u, err := New("bench-"+transport, &config.Upstream{Targets: targets(backend.URL), Transport: transport}, NewMetrics(prometheus.NewRegistry()), nil)
+		u, err := New("bench-"+transport, &Config{Targets: targets(backend.URL), Transport: transport}, NewMetrics(prometheus.NewRegistry()), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -42,7 +41,7 @@ func BenchmarkProxy(b *testing.B) {
 		b.Cleanup(srv.Close)
 		return srv
 	}
-	standard, direct := upstreamServer(config.TransportStandard), upstreamServer(config.TransportDirect)
+	standard, direct := upstreamServer(TransportStandard), upstreamServer(TransportDirect)
 
 	for _, bc := range []struct{ name, url string }{
 		{"direct", backend.URL},

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
@@ -92,10 +91,7 @@ func countingBackend(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomi
 
 func newTestDirect(t *testing.T, maxIdle, maxOpen int) *directTransport {
 	t.Helper()
-	std, err := newTransport(&config.Upstream{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	std := newTransport(&Config{})
 	d := newDirectTransport(std, maxIdle, maxOpen, time.Minute)
 	t.Cleanup(d.Close)
 	t.Cleanup(std.CloseIdleConnections)
@@ -519,7 +515,7 @@ func TestDirectLeavesRiskyRequestsToStandard(t *testing.T) {
 // exported as dubbogw_upstream_direct_connections, and leaves with Close.
 func TestDirectPoolMetric(t *testing.T) {
 	srv, _ := countingBackend(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
-	tu := newTestUpstream(t, config.TransportDirect, "pooled", &config.Upstream{Targets: []config.Target{{URL: srv.URL}}})
+	tu := newTestUpstream(t, TransportDirect, "pooled", &Config{Targets: []Target{{URL: srv.URL}}})
 	req, _ := http.NewRequest("GET", srv.URL+"/", nil)
 	res, err := tu.direct.RoundTrip(req)
 	if err != nil {
@@ -557,10 +553,7 @@ func TestDirectSweepClosesExpiredIdle(t *testing.T) {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	std, err := newTransport(&config.Upstream{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	std := newTransport(&Config{})
 	t.Cleanup(std.CloseIdleConnections)
 	d := newDirectTransport(std, 4, 0, 200*time.Millisecond)
 	send(t, d, "GET", srv.URL+"/", nil)

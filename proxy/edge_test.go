@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
 )
 
@@ -39,7 +38,7 @@ func TestUpgradeNotAllowedIsServedPlain(t *testing.T) {
 		b := newBackend(t, "app", 200, func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.WriteString(w, "upgrade="+r.Header.Get("Upgrade"))
 		})
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL)})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL)})
 		srv, _ := serveProxy(t, u.Handler(0, Upgrades()))
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/", nil)
 		req.Header.Set("Connection", "Upgrade")
@@ -62,7 +61,7 @@ func (b *clientFailedBody) Complete() bool               { return false }
 func TestClientBodyFailureIsNotTheTargets(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, transport string) {
 		b := newBackend(t, "app", 200, nil)
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL), PassiveHealth: config.PassiveHealth{MaxFailures: intPtr(2)}})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL), PassiveHealth: PassiveHealth{MaxFailures: intPtr(2)}})
 		h := u.Handler(0)
 		for range 5 {
 			srv, _ := serveProxy(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"testing"
-
-	"github.com/dubbogw/dubbogw/config"
 )
 
 // TestTrailersForwarded: trailers the target announced and trailers it
@@ -19,7 +17,7 @@ func TestTrailersForwarded(t *testing.T) {
 			w.Header().Set("X-Checksum", "abc")
 			w.Header().Set(http.TrailerPrefix+"X-Late", "late")
 		})
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL)})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL)})
 		srv, _ := serveProxy(t, u.Handler(0))
 		res, err := testClient(t).Get(srv.URL + "/")
 		if err != nil {
@@ -45,7 +43,7 @@ func TestForwardedRequestHeaders(t *testing.T) {
 		b := newBackend(t, "a", 200, func(w http.ResponseWriter, r *http.Request) {
 			_ = json.NewEncoder(w).Encode(map[string]any{"header": r.Header, "query": r.URL.RawQuery})
 		})
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL)})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL)})
 		srv, _ := serveProxy(t, u.Handler(0))
 		send := func(query, te string, ua bool) (http.Header, string) {
 			t.Helper()

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,13 +24,13 @@ type testUpstream struct {
 // forEachTransport runs test as a subtest per transport.
 func forEachTransport(t *testing.T, test func(t *testing.T, transport string)) {
 	t.Helper()
-	for _, transport := range []string{config.TransportStandard, config.TransportDirect} {
+	for _, transport := range []string{TransportStandard, TransportDirect} {
 		t.Run(transport, func(t *testing.T) { test(t, transport) })
 	}
 }
 
 // newTestUpstream builds the upstream name from cfg sending through transport.
-func newTestUpstream(t *testing.T, transport, name string, cfg *config.Upstream) testUpstream {
+func newTestUpstream(t *testing.T, transport, name string, cfg *Config) testUpstream {
 	t.Helper()
 	if cfg != nil {
 		cfg.Transport = transport
@@ -101,8 +100,8 @@ func closedURL(t *testing.T) string {
 	return "http://" + addr
 }
 
-func targets(urls ...string) []config.Target {
-	out := make([]config.Target, len(urls))
+func targets(urls ...string) []Target {
+	out := make([]Target, len(urls))
 	for i, u := range urls {
 		out[i].URL = u
 	}

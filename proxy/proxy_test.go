@@ -27,28 +27,30 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	ok := targets("http://127.0.0.1:1")
 	tests := []struct {
 		name string
-		cfg  *config.Upstream
+		cfg  *Config
 		want string
 	}{
+		// New applies Config.Validate, the rules `dubbogw validate` reports.
 		{"nil", nil, "upstream config is missing"},
-		{"no targets", &config.Upstream{}, "targets: at least one target is required"},
-		{"ftp", &config.Upstream{Targets: targets("http://a:1", "ftp://b:2")}, `targets[1].url: scheme "ftp" is not http or https`},
-		{"no host", &config.Upstream{Targets: targets("http:///x")}, `targets[0].url: "http:///x" has no host`},
-		{"query", &config.Upstream{Targets: targets("http://a:1/?x=1")}, `targets[0].url: "http://a:1/?x=1" has a query`},
-		{"bad port", &config.Upstream{Targets: targets("http://a:99999")}, `targets[0].url: "http://a:99999" has a bad port "99999"`},
-		{"duplicate", &config.Upstream{Targets: targets("http://a:1", "http://a:1")}, `targets[1].url: "http://a:1" repeats targets[0]`},
-		{"weight", &config.Upstream{Targets: []config.Target{{URL: "http://a:1", Weight: -1}}}, "targets[0].weight: -1 is negative"},
-		{"policy", &config.Upstream{Targets: ok, Policy: "random"}, `policy: "random" is not round_robin, weighted_random or least_request`},
-		{"retries", &config.Upstream{Targets: ok, Retry: config.Retry{Retries: intPtr(-1)}}, "retry.retries: -1 is negative"},
-		{"retry on", &config.Upstream{Targets: ok, Retry: config.Retry{On: []string{"503", "timeout"}}}, `retry.on[1]: "timeout" is not connect_failure or an HTTP status code`},
-		{"retry method", &config.Upstream{Targets: ok, Retry: config.Retry{Methods: []string{"GET", "G T"}}}, `retry.methods[1]: "G T" is not an HTTP method`},
-		{"max failures", &config.Upstream{Targets: ok, PassiveHealth: config.PassiveHealth{MaxFailures: intPtr(-2)}}, "passive_health.max_failures: -2 is negative"},
-		{"max ejection", &config.Upstream{Targets: ok, PassiveHealth: config.PassiveHealth{
+		{"no targets", &Config{}, "targets: required: at least one target"},
+		{"ftp", &Config{Targets: targets("http://a:1", "ftp://b:2")}, `targets[1].url: "ftp://b:2": scheme must be http or https`},
+		{"no host", &Config{Targets: targets("http:///x")}, `targets[0].url: "http:///x" has no host`},
+		{"query", &Config{Targets: targets("http://a:1/?x=1")}, `targets[0].url: "http://a:1/?x=REDACTED": a target has no query`},
+		{"bad port", &Config{Targets: targets("http://a:99999")}, `targets[0].url: "http://a:99999": port "99999" is not a number 1..65535`},
+		{"duplicate", &Config{Targets: targets("http://a:1", "http://a:1")}, `targets[1].url: repeats targets[0]`},
+		{"weight", &Config{Targets: []Target{{URL: "http://a:1", Weight: -1}}}, "targets[0].weight: must be 1..10000, got -1"},
+		{"policy", &Config{Targets: ok, Policy: "random"}, `policy: "random" is not a policy`},
+		{"retries", &Config{Targets: ok, Retry: Retry{Retries: intPtr(-1)}}, "retry.retries: must be 0..10, got -1"},
+		{"retry on", &Config{Targets: ok, Retry: Retry{On: []string{"503", "timeout"}}}, `retry.on[1]: "timeout": want connect_failure or a status code 500..599`},
+		{"retry method", &Config{Targets: ok, Retry: Retry{Methods: []string{"GET", "G T"}}}, `retry.methods[1]: "G T" is not an HTTP method`},
+		{"max failures", &Config{Targets: ok, PassiveHealth: PassiveHealth{MaxFailures: intPtr(-2)}}, "passive_health.max_failures: must be 0 (no ejection) or more, got -2"},
+		{"max ejection", &Config{Targets: ok, PassiveHealth: PassiveHealth{
 			Ejection: config.Duration(10 * time.Second), MaxEjection: config.Duration(5 * time.Second)}},
-			"passive_health.max_ejection: 5s is shorter than ejection 10s"},
-		{"pool", &config.Upstream{Targets: ok, Pool: config.Pool{MaxPerTarget: -1}}, "pool.max_per_target: -1 is negative"},
-		{"timeout", &config.Upstream{Targets: ok, Timeout: config.Duration(-time.Second)}, "timeout: -1s is negative"},
-		{"transport", &config.Upstream{Targets: ok, Transport: "fast"}, `transport: "fast" is not standard or direct`},
+			"passive_health.max_ejection: 5s is shorter than ejection (10s)"},
+		{"pool", &Config{Targets: ok, Pool: Pool{MaxPerTarget: -1}}, "pool.max_per_target: must be 0 (no cap) or more"},
+		{"timeout", &Config{Targets: ok, Timeout: config.Duration(-time.Second)}, "timeout: must be more than 0, got -1s"},
+		{"transport", &Config{Targets: ok, Transport: "fast"}, `transport: "fast" is not a transport`},
+		{"every problem", &Config{Targets: ok, Policy: "random", Transport: "fast"}, "policy: \"random\" is not a policy: want round_robin, weighted_random or least_request\ntransport:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,7 +67,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 }
 
 func TestNewAppliesDefaults(t *testing.T) {
-	u := newTestUpstream(t, config.TransportStandard, "svc", &config.Upstream{Targets: targets("http://127.0.0.1:1/base/")})
+	u := newTestUpstream(t, TransportStandard, "svc", &Config{Targets: targets("http://127.0.0.1:1/base/")})
 	if _, ok := u.policy.(*roundRobin); !ok {
 		t.Errorf("policy = %T, want round robin", u.policy)
 	}
@@ -136,7 +138,7 @@ func decodeEcho(t *testing.T, r result) echoed {
 func TestForwardedHeadersHostAndPath(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, transport string) {
 		b := newEchoBackend(t, "a")
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL + "/base/")})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL + "/base/")})
 		srv, infos := serveProxy(t, u.Handler(0))
 		c := testClient(t)
 
@@ -179,7 +181,7 @@ func TestForwardedHeadersHostAndPath(t *testing.T) {
 func TestPreserveHost(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, transport string) {
 		b := newEchoBackend(t, "a")
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL), PreserveHost: true})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL), PreserveHost: true})
 		srv, _ := serveProxy(t, u.Handler(0))
 		req, _ := http.NewRequest("GET", srv.URL+"/", nil)
 		req.Host = "api.example.com"
@@ -203,7 +205,7 @@ func TestHopByHopHeadersRemoved(t *testing.T) {
 			h.Set("X-End-To-End", "kept")
 			_ = json.NewEncoder(w).Encode(r.Header)
 		})
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL)})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL)})
 		srv, _ := serveProxy(t, u.Handler(0))
 		req, _ := http.NewRequest("GET", srv.URL+"/", nil)
 		req.Header.Set("Connection", "X-Req-Hop")
@@ -245,7 +247,7 @@ func TestRetryConnectFailureOnOtherTarget(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, transport string) {
 		down := closedURL(t)
 		b := newBackend(t, "up", 200, nil)
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(down, b.URL)})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(down, b.URL)})
 		srv, infos := serveProxy(t, u.Handler(0))
 		c := testClient(t)
 		for range 3 {
@@ -274,7 +276,7 @@ func TestRetryOn503ThenSuccess(t *testing.T) {
 			t.Run(policy, func(t *testing.T) {
 				a := newBackend(t, "a", 503, nil)
 				b := newBackend(t, "b", 200, nil)
-				u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(a.URL, b.URL), Policy: policy})
+				u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(a.URL, b.URL), Policy: policy})
 				// Random policies always favour the first candidate: only excluding a sends the retry to b.
 				switch p := u.policy.(type) {
 				case *weightedRandom:
@@ -308,7 +310,7 @@ func TestRetriesExhaustedReturnLastResponse(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, transport string) {
 		a := newBackend(t, "a", 503, nil)
 		b := newBackend(t, "b", 503, nil)
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(a.URL, b.URL)})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(a.URL, b.URL)})
 		srv, _ := serveProxy(t, u.Handler(0))
 		res := get(t, testClient(t), srv.URL+"/")
 		if res.status != 503 || res.body != "from b" || res.header.Get("X-Target") != "b" {
@@ -324,7 +326,7 @@ func TestPostIsNotRetried(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, transport string) {
 		a := newBackend(t, "a", 503, nil)
 		b := newBackend(t, "b", 200, nil)
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(a.URL, b.URL)})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(a.URL, b.URL)})
 		srv, _ := serveProxy(t, u.Handler(0))
 		req, _ := http.NewRequest("POST", srv.URL+"/", strings.NewReader("payload"))
 		res := do(t, testClient(t), req)
@@ -372,7 +374,7 @@ func TestRequestBodies(t *testing.T) {
 				sums := make(chan [32]byte, 2)
 				a := hashingBackend(t, "a", 503, sums)
 				b := hashingBackend(t, "b", 200, sums)
-				u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(a.URL, b.URL)})
+				u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(a.URL, b.URL)})
 				srv, _ := serveProxy(t, u.Handler(0))
 				var body io.Reader = bytes.NewReader(tt.body)
 				if tt.chunked {
@@ -406,10 +408,10 @@ func TestPassiveHealthEjectsAndProbesBack(t *testing.T) {
 		a := newBackend(t, "a", 500, nil)
 		b := newBackend(t, "b", 200, nil)
 		clock := testenv.NewFakeClock()
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{
+		u := newTestUpstream(t, transport, "svc", &Config{
 			Targets: targets(a.URL, b.URL),
-			Retry:   config.Retry{Retries: intPtr(0)},
-			PassiveHealth: config.PassiveHealth{
+			Retry:   Retry{Retries: intPtr(0)},
+			PassiveHealth: PassiveHealth{
 				MaxFailures: intPtr(3),
 				Ejection:    config.Duration(10 * time.Second),
 				MaxEjection: config.Duration(25 * time.Second),
@@ -513,10 +515,10 @@ func TestOneProbeAtATime(t *testing.T) {
 		})
 		b := newBackend(t, "b", 200, nil)
 		clock := testenv.NewFakeClock()
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{
+		u := newTestUpstream(t, transport, "svc", &Config{
 			Targets:       targets(a.URL, b.URL),
-			Retry:         config.Retry{Retries: intPtr(0)},
-			PassiveHealth: config.PassiveHealth{MaxFailures: intPtr(1)},
+			Retry:         Retry{Retries: intPtr(0)},
+			PassiveHealth: PassiveHealth{MaxFailures: intPtr(1)},
 		})
 		u.now = clock.Now
 		srv, _ := serveProxy(t, u.Handler(0))
@@ -583,10 +585,10 @@ func TestPanicModeWhenAllTargetsEjected(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, transport string) {
 		a := newBackend(t, "a", 500, nil)
 		b := newBackend(t, "b", 500, nil)
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{
+		u := newTestUpstream(t, transport, "svc", &Config{
 			Targets:       targets(a.URL, b.URL),
-			Retry:         config.Retry{Retries: intPtr(0)},
-			PassiveHealth: config.PassiveHealth{MaxFailures: intPtr(1)},
+			Retry:         Retry{Retries: intPtr(0)},
+			PassiveHealth: PassiveHealth{MaxFailures: intPtr(1)},
 		})
 		srv, _ := serveProxy(t, u.Handler(0))
 		c := testClient(t)
@@ -641,7 +643,7 @@ func TestLeastRequestPrefersIdleTarget(t *testing.T) {
 			}
 		})
 		idle := newBackend(t, "idle", 200, nil)
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(busy.URL, idle.URL), Policy: "least_request"})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(busy.URL, idle.URL), Policy: "least_request"})
 		srv, _ := serveProxy(t, u.Handler(0))
 		c := testClient(t)
 		// Occupy busy: with both idle, ties are random, so send until one request sticks there.
@@ -695,7 +697,7 @@ func TestStreamingIsNotBuffered(t *testing.T) {
 			}
 			_, _ = io.WriteString(w, "second\n")
 		})
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL)})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL)})
 		srv, _ := serveProxy(t, u.Handler(0))
 		res, err := testClient(t).Get(srv.URL + "/")
 		if err != nil {
@@ -735,7 +737,7 @@ func TestWebSocketOutlivesRouteTimeout(t *testing.T) {
 			}
 		})
 		const routeTimeout = 100 * time.Millisecond
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL)})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL)})
 		srv, _ := serveProxy(t, u.Handler(routeTimeout))
 		dialer := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
 		conn, res, err := dialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/chat", nil)
@@ -770,7 +772,7 @@ func TestUpgradeWaitIsBoundedByTimeout(t *testing.T) {
 		b := newBackend(t, "ws", 200, func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done() // never answers the upgrade
 		})
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL)})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL)})
 		srv, _ := serveProxy(t, u.Handler(100*time.Millisecond))
 		dialer := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
 		_, res, err := dialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/chat", nil)
@@ -790,7 +792,7 @@ func TestTimeoutIs504(t *testing.T) {
 		b := newBackend(t, "slow", 200, func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 		})
-		u := newTestUpstream(t, transport, "slow", &config.Upstream{Targets: targets(b.URL)})
+		u := newTestUpstream(t, transport, "slow", &Config{Targets: targets(b.URL)})
 		srv, infos := serveProxy(t, u.Handler(100*time.Millisecond))
 		res := get(t, testClient(t), srv.URL+"/")
 		e := decodeError(t, res)
@@ -815,7 +817,7 @@ func TestTimeoutIs504(t *testing.T) {
 func TestConnectFailureIs502(t *testing.T) {
 	forEachTransport(t, func(t *testing.T, transport string) {
 		down := closedURL(t)
-		u := newTestUpstream(t, transport, "down", &config.Upstream{Targets: targets(down)})
+		u := newTestUpstream(t, transport, "down", &Config{Targets: targets(down)})
 		srv, _ := serveProxy(t, u.Handler(0))
 		res := get(t, testClient(t), srv.URL+"/")
 		e := decodeError(t, res)
@@ -837,7 +839,7 @@ func TestBodyOverLimitIs413(t *testing.T) {
 		for _, chunked := range []bool{false, true} {
 			t.Run(map[bool]string{false: "buffered", true: "streamed"}[chunked], func(t *testing.T) {
 				b := newBackend(t, "a", 200, nil)
-				u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL)})
+				u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL)})
 				h := u.Handler(0)
 				srv, _ := serveProxy(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					r.Body = http.MaxBytesReader(w, r.Body, 1024)
@@ -868,7 +870,7 @@ func TestClientGoneWritesNothing(t *testing.T) {
 			close(entered)
 			<-r.Context().Done()
 		})
-		u := newTestUpstream(t, transport, "svc", &config.Upstream{Targets: targets(b.URL)})
+		u := newTestUpstream(t, transport, "svc", &Config{Targets: targets(b.URL)})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {
@@ -900,7 +902,7 @@ func TestMetricsSeriesLifecycle(t *testing.T) {
 		b := newBackend(t, "a", 200, nil)
 		reg := prometheus.NewRegistry()
 		m := NewMetrics(reg)
-		cfg := &config.Upstream{Targets: targets(b.URL), Transport: transport}
+		cfg := &Config{Targets: targets(b.URL), Transport: transport}
 		u1, err := New("svc", cfg, m, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -953,7 +955,7 @@ func TestMetricsSeriesLifecycle(t *testing.T) {
 }
 
 func TestTargetsJSON(t *testing.T) {
-	u := newTestUpstream(t, config.TransportStandard, "svc", &config.Upstream{Targets: []config.Target{{URL: "http://127.0.0.1:1", Weight: 7}}})
+	u := newTestUpstream(t, TransportStandard, "svc", &Config{Targets: []Target{{URL: "http://127.0.0.1:1", Weight: 7}}})
 	u.targets[0].ejectedUntil.Store(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
 	u.targets[0].failures.Store(5)
 	b, err := json.Marshal(u.Targets())
@@ -975,7 +977,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 			}
 			_, _ = io.WriteString(w, "ok")
 		})
-		u, err := New("svc", &config.Upstream{Targets: targets(b.URL), Transport: transport}, nil, nil)
+		u, err := New("svc", &Config{Targets: targets(b.URL), Transport: transport}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/dubbogw/dubbogw/config"
 )
 
 // TestTracedAttemptsReplaceClientTraceContext: with a tracer, each attempt
@@ -24,7 +22,7 @@ func TestTracedAttemptsReplaceClientTraceContext(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	defer tp.Shutdown(context.Background())
 	b := newEchoBackend(t, "a")
-	u, err := New("svc", &config.Upstream{Targets: targets(closedURL(t), b.URL), Policy: "round_robin"},
+	u, err := New("svc", &Config{Targets: targets(closedURL(t), b.URL), Policy: "round_robin"},
 		NewMetrics(prometheus.NewRegistry()), nil, WithTracer(tp.Tracer("test")))
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +77,7 @@ func TestTracedAttemptsReplaceClientTraceContext(t *testing.T) {
 // trace context goes upstream untouched.
 func TestUntracedKeepsClientTraceContext(t *testing.T) {
 	b := newEchoBackend(t, "a")
-	u := newTestUpstream(t, config.TransportStandard, "svc", &config.Upstream{Targets: targets(b.URL)})
+	u := newTestUpstream(t, TransportStandard, "svc", &Config{Targets: targets(b.URL)})
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	req := httptest.NewRequest("GET", "http://gw/x", nil)
 	req.Header.Set("Traceparent", tp)

@@ -69,9 +69,10 @@ type Upstream struct {
 }
 
 // New builds the upstream name from cfg, treating zero values as the defaults
-// documented in config.Upstream. m may be nil (metrics are then not
-// exported); log may be nil (logs are then discarded).
-func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger, opts ...Option) (*Upstream, error) {
+// documented in Config, and refusing what Config.Validate refuses. m may
+// be nil (metrics are then not exported); log may be nil (logs are then
+// discarded).
+func New(name string, cfg *Config, m *Metrics, log *slog.Logger, opts ...Option) (*Upstream, error) {
 	if name == "" {
 		return nil, errors.New("upstream name is empty")
 	}
@@ -90,6 +91,9 @@ func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger, opts .
 	c.Targets = slices.Clone(cfg.Targets)
 	c.Defaults()
 	cfg = &c
+	if err := config.Check("", cfg.Validate); err != nil {
+		return nil, err
+	}
 	u := &Upstream{
 		name:         name,
 		timeout:      cfg.Timeout.D(),
@@ -108,31 +112,15 @@ func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger, opts .
 	if u.policy, err = newPolicy(cfg.Policy, rand.IntN); err != nil {
 		return nil, err
 	}
-	if err := u.parseDurations(cfg); err != nil {
-		return nil, err
-	}
-	if err := u.parseRetry(&cfg.Retry); err != nil {
-		return nil, err
-	}
-	maxFailures := *cfg.PassiveHealth.MaxFailures
-	if maxFailures < 0 {
-		return nil, fmt.Errorf("passive_health.max_failures: %d is negative", maxFailures)
-	}
-	u.maxFailures = int64(maxFailures)
-	transport, err := newTransport(cfg)
-	if err != nil {
-		return nil, err
-	}
+	u.parseRetry(&cfg.Retry)
+	u.maxFailures = int64(*cfg.PassiveHealth.MaxFailures)
+	transport := newTransport(cfg)
 	if err := u.parseTargets(cfg.Targets); err != nil {
 		return nil, err
 	}
 	u.transport = transport
-	switch cfg.Transport {
-	case config.TransportStandard:
-	case "", config.TransportDirect:
+	if cfg.Transport != TransportStandard {
 		u.direct = newDirectTransport(transport, transport.MaxIdleConnsPerHost, transport.MaxConnsPerHost, transport.IdleConnTimeout)
-	default:
-		return nil, fmt.Errorf("transport: %q is not standard or direct", cfg.Transport)
 	}
 	u.series = m.acquireUpstream(name)
 	if u.direct != nil {
@@ -145,49 +133,15 @@ func New(name string, cfg *config.Upstream, m *Metrics, log *slog.Logger, opts .
 	return u, nil
 }
 
-func (u *Upstream) parseDurations(cfg *config.Upstream) error {
-	for _, d := range []struct {
-		key string
-		v   config.Duration
-	}{
-		{"timeout", cfg.Timeout},
-		{"connect_timeout", cfg.ConnectTimeout},
-		{"pool.idle_timeout", cfg.Pool.IdleTimeout},
-		{"passive_health.ejection", cfg.PassiveHealth.Ejection},
-		{"passive_health.max_ejection", cfg.PassiveHealth.MaxEjection},
-	} {
-		if d.v < 0 {
-			return fmt.Errorf("%s: %s is negative", d.key, d.v.D())
-		}
-	}
-	if u.maxEjection < u.ejection {
-		return fmt.Errorf("passive_health.max_ejection: %s is shorter than ejection %s", u.maxEjection, u.ejection)
-	}
-	return nil
-}
-
-func (u *Upstream) parseTargets(targets []config.Target) error {
-	if len(targets) == 0 {
-		return errors.New("targets: at least one target is required")
-	}
-	seen := make(map[string]int, len(targets))
+// parseTargets builds the targets of a validated configuration.
+func (u *Upstream) parseTargets(targets []Target) error {
 	for i, tc := range targets {
-		tu, err := parseTargetURL(tc.URL)
+		tu, err := url.Parse(tc.URL)
 		if err != nil {
 			return fmt.Errorf("targets[%d].url: %w", i, err)
 		}
 		key := tu.String()
-		if j, dup := seen[key]; dup {
-			return fmt.Errorf("targets[%d].url: %q repeats targets[%d]", i, tc.URL, j)
-		}
-		seen[key] = i
 		weight := tc.Weight
-		switch {
-		case weight < 0:
-			return fmt.Errorf("targets[%d].weight: %d is negative", i, weight)
-		case weight > 1_000_000:
-			return fmt.Errorf("targets[%d].weight: %d is above 1000000", i, weight)
-		}
 		t := &target{
 			url:         tu,
 			label:       u.name + " " + key,
@@ -203,81 +157,22 @@ func (u *Upstream) parseTargets(targets []config.Target) error {
 	return nil
 }
 
-func parseTargetURL(s string) (*url.URL, error) {
-	tu, err := url.Parse(s)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case tu.Scheme != "http" && tu.Scheme != "https":
-		return nil, fmt.Errorf("scheme %q is not http or https", tu.Scheme)
-	case tu.Host == "":
-		return nil, fmt.Errorf("%q has no host", s)
-	case tu.User != nil:
-		return nil, fmt.Errorf("%q has user info, which is not supported", s)
-	case tu.RawQuery != "" || tu.ForceQuery:
-		return nil, fmt.Errorf("%q has a query, which is not supported", s)
-	case tu.Fragment != "":
-		return nil, fmt.Errorf("%q has a fragment", s)
-	}
-	if port := tu.Port(); port != "" {
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("%q has a bad port %q", s, port)
-		}
-	}
-	return tu, nil
-}
-
-func (u *Upstream) parseRetry(r *config.Retry) error {
+// parseRetry reads a validated retry configuration.
+func (u *Upstream) parseRetry(r *Retry) {
 	u.retries = *r.Retries
-	if u.retries < 0 {
-		return fmt.Errorf("retry.retries: %d is negative", u.retries)
-	}
-	on := r.On
-	if len(on) == 0 {
-		on = []string{"connect_failure", "502", "503", "504"}
-	}
-	for i, s := range on {
-		if s == "connect_failure" {
+	for _, s := range r.On {
+		if s == RetryOnConnectFailure {
 			u.retryConnect = true
 			continue
 		}
-		code, err := strconv.Atoi(s)
-		if err != nil || code < 100 || code > 599 {
-			return fmt.Errorf("retry.on[%d]: %q is not connect_failure or an HTTP status code", i, s)
-		}
+		code, _ := strconv.Atoi(s) // validated: 500..599
 		u.retryStatus[code/64] |= 1 << (code % 64)
 	}
-	methods := r.Methods
-	if len(methods) == 0 {
-		methods = []string{http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete}
-	}
-	for i, m := range methods {
-		if !isLetters(m) {
-			return fmt.Errorf("retry.methods[%d]: %q is not an HTTP method", i, m)
-		}
-		u.retryMethods = append(u.retryMethods, strings.ToUpper(m))
-	}
-	return nil
+	u.retryMethods = r.Methods
 }
 
-func isLetters(s string) bool {
-	for _, c := range []byte(s) {
-		if (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') {
-			return false
-		}
-	}
-	return s != ""
-}
-
-func newTransport(cfg *config.Upstream) (*http.Transport, error) {
+func newTransport(cfg *Config) *http.Transport {
 	p := cfg.Pool
-	if p.MaxIdlePerTarget < 0 {
-		return nil, fmt.Errorf("pool.max_idle_per_target: %d is negative", p.MaxIdlePerTarget)
-	}
-	if p.MaxPerTarget < 0 {
-		return nil, fmt.Errorf("pool.max_per_target: %d is negative", p.MaxPerTarget)
-	}
 	maxIdle := p.MaxIdlePerTarget
 	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
 	t := &http.Transport{
@@ -299,7 +194,7 @@ func newTransport(cfg *config.Upstream) (*http.Transport, error) {
 		Protocols:          new(http.Protocols),
 	}
 	t.Protocols.SetHTTP1(true)
-	return t, nil
+	return t
 }
 
 // connectError is a failure to open a connection to a target: nothing was sent.

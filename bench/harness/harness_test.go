@@ -18,6 +18,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/gateway"
+	"github.com/dubbogw/dubbogw/registry"
 )
 
 // TestMain runs the harness's subcommands when the benchmark under test
@@ -192,7 +193,7 @@ func TestGatewayYAML(t *testing.T) {
 		if len(cfg.Routes) != routes {
 			t.Errorf("%d routes configured, want %d", len(cfg.Routes), routes)
 		}
-		if !cfg.Admin.Pprof || len(cfg.Registries["p10"].Providers) != 1 {
+		if !cfg.Admin.Pprof || len(cfg.Registries["p10"].Spec.(*registry.StaticConfig).Providers) != 1 {
 			t.Errorf("pprof %v, registry p10 %+v", cfg.Admin.Pprof, cfg.Registries["p10"])
 		}
 	}

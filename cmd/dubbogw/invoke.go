@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/metadataservice"
 	"github.com/dubbogw/dubbogw/hessian"
@@ -211,12 +210,12 @@ func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey, cl
 	}
 	hosts, root, _ := strings.Cut(rest, "/")
 	if root == "" {
-		root = config.DefaultZooKeeperRoot
+		root = zookeeper.DefaultRoot
 	}
 	deadline, _ := ctx.Deadline()
 	reg, err := zookeeper.New(zookeeper.Options{
-		Addrs: config.ZooKeeperAddrs(hosts), Root: root, Timeout: time.Until(deadline),
-		SessionTimeout: time.Duration(config.DefaultZooKeeperSessionTimeout), Logger: slog.New(slog.DiscardHandler),
+		Addrs: zookeeper.Addrs(hosts), Root: root, Timeout: time.Until(deadline),
+		SessionTimeout: time.Duration(zookeeper.DefaultSessionTimeout), Logger: slog.New(slog.DiscardHandler),
 		Metadata: metadataservice.Fetcher(client), MetadataTimeout: time.Until(deadline) / 2,
 	})
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/gateway"
 	"github.com/dubbogw/dubbogw/observe"
+	"github.com/dubbogw/dubbogw/proxy"
 )
 
 const usage = `dubbogw: an API gateway for HTTP clients calling Dubbo and HTTP services
@@ -133,7 +134,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	for _, w := range config.Warnings(cfg) {
 		fmt.Fprintf(stderr, "warning: %v\n", w)
 	}
-	fmt.Fprintf(stdout, "%s: ok (%d routes, %d upstreams)\n", o.configPath, len(cfg.Routes), len(cfg.Upstreams))
+	fmt.Fprintf(stdout, "%s: ok (%d routes, %d upstreams)\n", o.configPath, len(cfg.Routes), len(proxy.UpstreamsOf(cfg)))
 	return 0
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dubbogw/dubbogw/config"
+	_ "github.com/dubbogw/dubbogw/proxy" // the upstream route kind and upstreams: WithFilter writes
 )
 
 // Want is a problem a test expects: its path, a substring of its reason,

@@ -89,13 +89,13 @@ type AnonymousRule struct {
 
 // Defaults fills the fields left unset.
 func (c *Config) Defaults() {
-	setDefault(&c.Store, defaultStore)
-	setDefault(&c.KeyPrefix, defaultKeyPrefix)
-	setDefault(&c.Token.Header, defaultHeader)
+	config.SetDefault(&c.Store, defaultStore)
+	config.SetDefault(&c.KeyPrefix, defaultKeyPrefix)
+	config.SetDefault(&c.Token.Header, defaultHeader)
 	if c.Token.Bearer == nil {
 		c.Token.Bearer = ptr(true)
 	}
-	setDefault(&c.UserIDField, defaultUserIDField)
+	config.SetDefault(&c.UserIDField, defaultUserIDField)
 	if c.Headers == nil {
 		c.Headers = map[string]string{defaultUserIDField: defaultUserIDHeader}
 	}
@@ -108,15 +108,15 @@ func (c *Config) Defaults() {
 	if c.Sliding.Enabled == nil {
 		c.Sliding.Enabled = ptr(true)
 	}
-	setDefault(&c.Sliding.Threshold, config.Duration(defaultThreshold))
-	setDefault(&c.Sliding.Window, config.Duration(defaultWindow))
-	setDefault(&c.Sliding.Interval, config.Duration(defaultInterval))
-	setDefault(&c.OnStoreError, defaultOnStoreError)
-	setDefault(&c.Timeout, config.Duration(defaultTimeout))
+	config.SetDefault(&c.Sliding.Threshold, config.Duration(defaultThreshold))
+	config.SetDefault(&c.Sliding.Window, config.Duration(defaultWindow))
+	config.SetDefault(&c.Sliding.Interval, config.Duration(defaultInterval))
+	config.SetDefault(&c.OnStoreError, defaultOnStoreError)
+	config.SetDefault(&c.Timeout, config.Duration(defaultTimeout))
 	if c.StaleIfError == nil {
 		c.StaleIfError = ptr(config.Duration(defaultStaleIfError))
 	}
-	setDefault(&c.UnknownLookups, defaultUnknown)
+	config.SetDefault(&c.UnknownLookups, defaultUnknown)
 }
 
 // Validate reports every problem New would refuse; the redis store needs
@@ -162,13 +162,6 @@ func (c *Config) IdentityAttachments() []string {
 		keys = append(keys, c.UserIDField)
 	}
 	return keys
-}
-
-func setDefault[T comparable](field *T, value T) {
-	var zero T
-	if *field == zero {
-		*field = value
-	}
 }
 
 func ptr[T any](v T) *T { return &v }

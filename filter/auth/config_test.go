@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/dubbogw/dubbogw/all" // the dubbo route kind and static registry these cases write
 	"github.com/dubbogw/dubbogw/config/configtest"
 	"github.com/dubbogw/dubbogw/filter/auth"
 )

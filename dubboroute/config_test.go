@@ -1,12 +1,17 @@
-package config
+package dubboroute_test
 
 import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
 	"time"
+
+	_ "github.com/dubbogw/dubbogw/all"
+	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/config/configtest"
+	"github.com/dubbogw/dubbogw/dubboroute"
+	"github.com/dubbogw/dubbogw/registry/zookeeper"
 )
 
 // dubboRoute returns a config with a static registry and one Dubbo route
@@ -30,13 +35,17 @@ func TestDubboConfigProblems(t *testing.T) {
 	}{
 		{"valid", dubboRoute(`{methods: [GET], path: "/u/{id}"}`, "      registry: local\n      interface: com.example.UserService\n      method: getUser\n      params: [{type: java.lang.String, from: path, name: id}]\n"), "", ""},
 		{"route discovery on a static registry", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      discovery: application\n"),
-			"routes[0].dubbo.discovery", `registry "local" is static: discovery modes are for zookeeper registries`},
+			"routes[0].dubbo.discovery", `registry "local" is static: it has no discovery modes`},
+		// A static registry has no discovery modes at all: any mode, known
+		// or not, is refused as such (modes are now the registry type's).
 		{"unknown route discovery", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      discovery: app\n"),
+			"routes[0].dubbo.discovery", `registry "local" is static: it has no discovery modes`},
+		{"unknown route discovery on a zookeeper registry", zkRoute("      registry: zk\n      interface: a.B\n      method: m\n      discovery: app\n"),
 			"routes[0].dubbo.discovery", `unknown mode "app" (known: auto, interface, application)`},
 		{"undefined registry", dubboRoute(`{path: /u}`, "      registry: zk\n      interface: com.example.UserService\n      method: m\n"),
 			"routes[0].dubbo.registry", `registry "zk" is not defined; defined: local`},
 		{"both upstream and dubbo", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n    upstream: x\n"),
-			"routes[0]", "set upstream (HTTP) or dubbo, not both"},
+			"routes[0]", "set one of dubbo, upstream, not dubbo and upstream"},
 		{"missing method", dubboRoute(`{path: /u}`, "      registry: local\n      interface: com.example.UserService\n"),
 			"routes[0].dubbo.method", "required: a Java method name"},
 		{"bad interface", dubboRoute(`{path: /u}`, "      registry: local\n      interface: com..Bad\n      method: m\n"),
@@ -79,28 +88,6 @@ func TestDubboConfigProblems(t *testing.T) {
 			"routes[0].dubbo.timeout", `duration "1000" has no unit`},
 		{"failure ratio", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      breaker: {failure_ratio: 1.5}\n"),
 			"routes[0].dubbo.breaker.failure_ratio", "must be 0..1"},
-		{"bad provider", "registries:\n  local:\n    providers:\n      a.B: [\"http://127.0.0.1:80\"]\nroutes: []\n",
-			`registries.local.providers["a.B"][0]`, `protocol "http" is not supported`},
-		{"unknown registry type", "registries:\n  zk:\n    type: etcd\n",
-			"registries.zk.type", `unknown registry type "etcd"`},
-		{"zookeeper without address", "registries:\n  zk:\n    type: zookeeper\n",
-			"registries.zk.address", "required: ZooKeeper's host:port"},
-		{"zookeeper bad address", "registries:\n  zk:\n    type: zookeeper\n    address: \"127.0.0.1:2181,nohost\"\n",
-			"registries.zk.address", `"nohost" is not host:port`},
-		{"zookeeper with providers", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    providers: {a.B: [\"127.0.0.1:1\"]}\n",
-			"registries.zk.providers", "providers are for static registries"},
-		{"zookeeper root path", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    root: a/b\n",
-			"registries.zk.root", "want one node name"},
-		{"zookeeper session", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    session_timeout: 1s\n",
-			"registries.zk.session_timeout", "must be at least 2s"},
-		{"zookeeper discovery", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    discovery: instance\n",
-			"registries.zk.discovery", `unknown mode "instance" (known: auto, interface, application)`},
-		{"zookeeper services root", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    services_root: /\n",
-			"registries.zk.services_root", "want a ZooKeeper path"},
-		{"metadata concurrency", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    metadata: {concurrency: 5000}\n",
-			"registries.zk.metadata.concurrency", "between 1 and 1024"},
-		{"zookeeper half auth", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    username: u\n",
-			"registries.zk.username", "username and password go together"},
 		{"references max", "dubbo: {references: {max: -1}}\n",
 			"dubbo.references.max", "must be at least 1"},
 		{"async without generic", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      generic: false\n      async: true\n"),
@@ -110,61 +97,54 @@ func TestDubboConfigProblems(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.yaml), "t.yaml", nil)
 			if tc.path == "" {
-				if err != nil {
-					t.Fatalf("unexpected: %v", err)
-				}
+				configtest.Parse(t, tc.yaml)
 				return
 			}
-			if err == nil {
-				t.Fatalf("accepted; want %s: %s", tc.path, tc.reason)
-			}
-			var found bool
-			for _, line := range strings.Split(err.Error(), "\n") {
-				if strings.Contains(line, " "+tc.path+": ") && strings.Contains(line, tc.reason) {
-					found = true
-				}
-			}
-			if !found {
-				t.Errorf("want %s: %s\ngot:\n%v", tc.path, tc.reason, err)
-			}
+			configtest.Parse(t, tc.yaml, configtest.Want{Path: tc.path, Reason: tc.reason})
 		})
 	}
 }
 
+// zkRoute returns a config with a zookeeper registry "zk" and one Dubbo
+// route on /u whose dubbo section is given (indented by 6).
+func zkRoute(dubbo string) string {
+	return `
+registries:
+  zk: {type: zookeeper, address: 127.0.0.1:2181}
+routes:
+  - name: r
+    match: {path: /u}
+    dubbo:
+` + dubbo
+}
+
 func TestDubboDefaults(t *testing.T) {
-	c, err := Parse([]byte(dubboRoute(`{methods: [GET], path: "/u/{id}"}`,
-		"      registry: local\n      interface: com.example.UserService\n      method: getUser\n      params: [{type: java.lang.String, from: path, name: id}, {type: a.Dto}]\n")), "t.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
+	c := configtest.Parse(t, dubboRoute(`{methods: [GET], path: "/u/{id}"}`,
+		"      registry: local\n      interface: com.example.UserService\n      method: getUser\n      params: [{type: java.lang.String, from: path, name: id}, {type: a.Dto}]\n"))
+	d, ok := dubboroute.RouteOf(c.Routes[0])
+	if !ok {
+		t.Fatalf("route kind %q, spec %T", c.Routes[0].Kind, c.Routes[0].Spec)
 	}
-	d := c.Routes[0].Dubbo
-	if !*d.Generic || d.Timeout != DefaultDubboTimeout || d.Cluster != "failover" || *d.Retries != 2 || !*d.Idempotent ||
-		d.LoadBalance != "random" || d.ExceptionStatus != 500 || !*d.Breaker.Enabled || c.Routes[0].Timeout != DefaultDubboTimeout {
+	if !*d.Generic || d.Timeout != dubboroute.DefaultDubboTimeout || d.Cluster != "failover" || *d.Retries != 2 || !*d.Idempotent ||
+		d.LoadBalance != "random" || d.ExceptionStatus != 500 || !*d.Breaker.Enabled || c.Routes[0].Timeout != dubboroute.DefaultDubboTimeout {
 		t.Errorf("defaults: %+v", d)
 	}
-	if d.Params[1].From != FromBody || *d.Params[0].Required != true || *d.Params[1].Required != false {
+	if d.Params[1].From != dubboroute.FromBody || *d.Params[0].Required != true || *d.Params[1].Required != false {
 		t.Errorf("param defaults: %+v", d.Params)
 	}
-	if c.Registries["local"].Type != "static" || c.Dubbo.MaxPayload != 8<<20 || c.Dubbo.Heartbeat != DefaultDubboHeartbeat {
-		t.Errorf("client defaults: %+v %+v", c.Registries["local"], c.Dubbo)
+	cl := dubboroute.ClientOf(c)
+	if c.Registries["local"].Type != "static" || cl.MaxPayload != 8<<20 || cl.Heartbeat != dubboroute.DefaultDubboHeartbeat {
+		t.Errorf("client defaults: %+v %+v", c.Registries["local"], cl)
 	}
-	zk, err := Parse([]byte("registries:\n  zk: {type: zookeeper, address: \"zookeeper://127.0.0.1:2181,127.0.0.1:2182\"}\n"), "t.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := zk.Registries["zk"]; r.Root != "dubbo" || r.SessionTimeout != DefaultZooKeeperSessionTimeout || !*r.Register ||
-		r.Application != "dubbogw" || r.ReleaseAfter != DefaultRegistryReleaseAfter || r.StartupWait != DefaultRegistryStartupWait ||
-		len(ZooKeeperAddrs(r.Address)) != 2 || zk.Dubbo.References.Max != DefaultMaxReferences {
-		t.Errorf("zookeeper defaults: %+v", r)
+	// The zookeeper registry's own defaults are checked in registry/zookeeper.
+	zk := configtest.Parse(t, "registries:\n  zk: {type: zookeeper, address: \"zookeeper://127.0.0.1:2181,127.0.0.1:2182\"}\n")
+	if cl := dubboroute.ClientOf(zk); cl.References.Max != dubboroute.DefaultMaxReferences {
+		t.Errorf("references defaults: %+v", cl.References)
 	}
 	// POST is not idempotent unless the route says so.
-	c, err = Parse([]byte(dubboRoute(`{methods: [POST], path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n")), "t.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *c.Routes[0].Dubbo.Idempotent {
+	c = configtest.Parse(t, dubboRoute(`{methods: [POST], path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n"))
+	if d, _ := dubboroute.RouteOf(c.Routes[0]); *d.Idempotent {
 		t.Errorf("POST route idempotent by default")
 	}
 }
@@ -176,26 +156,30 @@ func TestRouteDiscovery(t *testing.T) {
 	route := func(name, mode string) string {
 		return fmt.Sprintf("  - {name: %s, match: {path: /%s}, dubbo: {registry: zk, interface: a.B, method: m, discovery: %q}}\n", name, name, mode)
 	}
-	c, err := Parse([]byte("registries:\n  zk: {type: zookeeper, address: 127.0.0.1:2181, root: g, metadata: {timeout: 1s}}\nroutes:\n"+
-		route("a", "application")+route("b", "application")+route("c", "auto")+route("d", "")+route("e", "interface")), "t.yaml", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := configtest.Parse(t, "registries:\n  zk: {type: zookeeper, address: 127.0.0.1:2181, root: g, metadata: {timeout: 1s}}\nroutes:\n"+
+		route("a", "application")+route("b", "application")+route("c", "auto")+route("d", "")+route("e", "interface"))
 	var regs []string
 	for _, r := range c.Routes {
-		regs = append(regs, r.Dubbo.Registry)
+		d, _ := dubboroute.RouteOf(r)
+		regs = append(regs, d.Registry)
 	}
 	if want := []string{"zk@application", "zk@application", "zk", "zk", "zk@interface"}; !slices.Equal(regs, want) {
 		t.Errorf("routes' registries %v, want %v", regs, want)
 	}
 	app, base := c.Registries["zk@application"], c.Registries["zk"]
-	if len(c.Registries) != 3 || app == nil || app.Discovery != "application" || base.Discovery != "auto" ||
-		app.Root != "g" || app.Metadata.Timeout != Duration(time.Second) || app.Address != base.Address {
-		t.Errorf("registries %v; zk@application %+v", slices.Sorted(maps.Keys(c.Registries)), app)
+	if len(c.Registries) != 3 || app == nil {
+		t.Fatalf("registries %v", slices.Sorted(maps.Keys(c.Registries)))
+	}
+	appZK, _ := app.Spec.(*zookeeper.Config)
+	baseZK, _ := base.Spec.(*zookeeper.Config)
+	if appZK == nil || baseZK == nil || appZK == baseZK || app.DerivedFrom != "zk" || base.DerivedFrom != "" ||
+		appZK.Discovery != "application" || baseZK.Discovery != "auto" ||
+		appZK.Root != "g" || appZK.Metadata.Timeout != config.Duration(time.Second) || appZK.Address != baseZK.Address {
+		t.Errorf("registries %v; zk@application %+v %+v", slices.Sorted(maps.Keys(c.Registries)), app, appZK)
 	}
 	// Defaults again (a reload re-parses; a caller may call it twice): nothing more.
-	Defaults(c)
-	if len(c.Registries) != 3 || c.Routes[0].Dubbo.Registry != "zk@application" {
+	config.Defaults(c)
+	if d, _ := dubboroute.RouteOf(c.Routes[0]); len(c.Registries) != 3 || d.Registry != "zk@application" {
 		t.Errorf("Defaults is not idempotent: %v", slices.Sorted(maps.Keys(c.Registries)))
 	}
 }
