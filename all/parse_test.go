@@ -228,6 +228,7 @@ func TestParseRefusesMistakes(t *testing.T) {
 			[]want{{"routes[0].upstreams", "unknown key (known: name, match, filters, timeout, max_body_bytes, max_in_flight, adaptive_concurrency, allow_matrix_params, upstream, upgrades)", 12}}},
 		{"a key of another registry type", base + "registries: {zk: {type: zookeeper, address: \"127.0.0.1:2181\", providers: {a.B: [x]}}}\n",
 			[]want{{"registries.zk.providers", "providers is a setting of static registries, not of zookeeper ones", 14}}},
+		{"empty registry type is static", base + "registries: {local: {type: \"\", providers: {a.B: [\"127.0.0.1:1\"]}}}\n", nil},
 		{"unknown registry type", base + "registries: {e: {type: etcd, address: x}}\n",
 			[]want{{"registries.e.type", `unknown registry type "etcd" (known: static, zookeeper)`, 14}}},
 		{"undefined upstream", upstreamsOnly + "routes:\n  - {name: r, match: {prefix: /}, upstream: userz}\n",

@@ -117,6 +117,15 @@ func TestValidateBuiltConfig(t *testing.T) {
 	if err.Error() != want {
 		t.Errorf("Validate error =\n%s\nwant\n%s", err, want)
 	}
+
+	// A route built without a kind, and a registry whose type names none.
+	c = &Config{Routes: []*Route{{Name: "r", Match: Match{Prefix: "/"}}}, Registries: map[string]*Registry{"r": {Type: "etcd"}}}
+	Defaults(c)
+	err = Validate(c)
+	want = "registries.r.type: unknown registry type \"etcd\" (known: listed, remote)\nroutes[0]: say what the route calls: set one of backend, call"
+	if err.Error() != want {
+		t.Errorf("Validate error =\n%s\nwant\n%s", err, want)
+	}
 }
 
 func TestWarnings(t *testing.T) {

@@ -81,6 +81,9 @@ func (d *decoder) decodeRegistry(n *yaml.Node, v reflect.Value, path string, lin
 		p := keyPath(path, "type")
 		d.lines[p] = kv.key.Line
 		d.decode(kv.value, v.FieldByName("Type"), p)
+		if r.Type == "" {
+			r.Type = DefaultRegistryType // type: "" or ~ is the default, as an absent one
+		}
 		if _, ok := registryTypes.make(r.Type); !ok {
 			d.problems.add(p, kv.key.Line, "unknown registry type %q (known: %s)", r.Type, strings.Join(RegistryTypes(), ", "))
 			known = false

@@ -153,7 +153,11 @@ func validateRoutes(ps *problems, c *Config) {
 
 		params := validateMatch(ps, path+".match", &r.Match)
 
-		if r.Spec != nil {
+		if r.Spec == nil {
+			// Decoding reports this at the same path; a configuration built
+			// in code meets it here.
+			ps.add(path, 0, "say what the route calls: set one of %s", strings.Join(RouteKinds(), ", "))
+		} else {
 			r.Spec.Validate(At{ps, path}, RouteContext{Config: c, Route: r, Params: params})
 		}
 		if err := NonNegative(r.Timeout); err != nil {
