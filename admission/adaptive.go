@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -9,14 +8,6 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/config"
-)
-
-// Defaults of config.AdaptiveConcurrency.
-const (
-	defaultMinLimit      = 16
-	defaultMaxLimit      = 1000
-	defaultTolerance     = 2.0
-	defaultLatencyTarget = 100 * time.Millisecond
 )
 
 // Fixed tuning, documented in the README.
@@ -115,55 +106,19 @@ func NewAdaptive(cfg config.AdaptiveConcurrency, staticMax int, now func() time.
 	return a, nil
 }
 
-// configure applies cfg's defaults and checks it.
+// configure applies cfg's defaults and checks it with config's own rules.
 func (a *adaptive) configure(cfg config.AdaptiveConcurrency, staticMax int) error {
-	switch cfg.Algorithm {
-	case "", "gradient":
-		a.algorithm = gradient
-	case "aimd":
+	cfg.Defaults(staticMax)
+	if err := config.Check("", cfg.Validate); err != nil {
+		return err
+	}
+	a.algorithm = gradient
+	if cfg.Algorithm == "aimd" {
 		a.algorithm = aimd
-	default:
-		return fmt.Errorf("algorithm %q: want \"gradient\" or \"aimd\"", cfg.Algorithm)
-	}
-	if cfg.MinLimit < 0 || cfg.MaxLimit < 0 || cfg.InitialLimit < 0 {
-		return errors.New("min_limit, max_limit and initial_limit must not be negative")
-	}
-	maxLimit := cfg.MaxLimit
-	if maxLimit == 0 {
-		maxLimit = defaultMaxLimit
-		if staticMax > 0 {
-			maxLimit = staticMax
-		}
-	}
-	minLimit := cfg.MinLimit
-	if minLimit == 0 {
-		minLimit = min(defaultMinLimit, maxLimit)
-	}
-	if minLimit > maxLimit {
-		return fmt.Errorf("min_limit %d is above max_limit %d", minLimit, maxLimit)
-	}
-	initial := cfg.InitialLimit
-	if initial == 0 {
-		initial = max(maxLimit/4, minLimit)
-	}
-	if initial < minLimit || initial > maxLimit {
-		return fmt.Errorf("initial_limit %d is outside [min_limit %d, max_limit %d]", initial, minLimit, maxLimit)
 	}
 	a.tolerance = cfg.Tolerance
-	if a.tolerance == 0 {
-		a.tolerance = defaultTolerance
-	}
-	if !(a.tolerance >= 1) || math.IsInf(a.tolerance, 0) {
-		return fmt.Errorf("tolerance %v: want a finite number of at least 1 (a multiple of the no-load latency)", cfg.Tolerance)
-	}
 	a.latencyTarget = cfg.LatencyTarget.D()
-	if a.latencyTarget == 0 {
-		a.latencyTarget = defaultLatencyTarget
-	}
-	if a.latencyTarget < 0 {
-		return fmt.Errorf("latency_target %v is negative", a.latencyTarget)
-	}
-	a.minLimit, a.maxLimit, a.estimate = float64(minLimit), float64(maxLimit), float64(initial)
+	a.minLimit, a.maxLimit, a.estimate = float64(cfg.MinLimit), float64(cfg.MaxLimit), float64(cfg.InitialLimit)
 	return nil
 }
 

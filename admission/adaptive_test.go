@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -369,6 +370,7 @@ func TestNewAdaptiveDefaults(t *testing.T) {
 		{"all defaults", config.AdaptiveConcurrency{}, 0, 16, 1000, 250, gradient, 2, 100 * time.Millisecond},
 		{"max from the static limit", config.AdaptiveConcurrency{Algorithm: "aimd"}, 400, 16, 400, 100, aimd, 2, 100 * time.Millisecond},
 		{"static limit below the default min", config.AdaptiveConcurrency{}, 10, 10, 10, 10, gradient, 2, 100 * time.Millisecond},
+		{"max_limit below the default min", config.AdaptiveConcurrency{MaxLimit: 8}, 0, 8, 8, 8, gradient, 2, 100 * time.Millisecond},
 		{"initial at least min", config.AdaptiveConcurrency{MinLimit: 50, MaxLimit: 100}, 0, 50, 100, 50, gradient, 2, 100 * time.Millisecond},
 		{"explicit", config.AdaptiveConcurrency{Algorithm: "gradient", MinLimit: 2, MaxLimit: 20, InitialLimit: 7, Tolerance: 1.25, LatencyTarget: config.Duration(time.Second)},
 			999, 2, 20, 7, gradient, 1.25, time.Second},
@@ -394,12 +396,13 @@ func TestNewAdaptiveRejectsBadConfig(t *testing.T) {
 		want string
 	}{
 		{config.AdaptiveConcurrency{Algorithm: "vegas"}, `algorithm "vegas"`},
-		{config.AdaptiveConcurrency{MinLimit: -1}, "must not be negative"},
-		{config.AdaptiveConcurrency{MinLimit: 50, MaxLimit: 10}, "min_limit 50 is above max_limit 10"},
-		{config.AdaptiveConcurrency{MinLimit: 10, MaxLimit: 100, InitialLimit: 101}, "initial_limit 101 is outside"},
-		{config.AdaptiveConcurrency{MinLimit: 10, MaxLimit: 100, InitialLimit: 5}, "initial_limit 5 is outside"},
-		{config.AdaptiveConcurrency{Tolerance: 0.9}, "tolerance 0.9"},
-		{config.AdaptiveConcurrency{LatencyTarget: config.Duration(-time.Second)}, "latency_target -1s is negative"},
+		{config.AdaptiveConcurrency{MinLimit: -1}, "want 1 <= min_limit (-1) <= max_limit (1000)"},
+		{config.AdaptiveConcurrency{MinLimit: 50, MaxLimit: 10}, "want 1 <= min_limit (50) <= max_limit (10)"},
+		{config.AdaptiveConcurrency{MinLimit: 10, MaxLimit: 100, InitialLimit: 101}, "initial_limit: must be within min_limit and max_limit, got 101"},
+		{config.AdaptiveConcurrency{MinLimit: 10, MaxLimit: 100, InitialLimit: 5}, "initial_limit: must be within min_limit and max_limit, got 5"},
+		{config.AdaptiveConcurrency{Tolerance: 0.9}, "tolerance: must be a finite number of at least 1 (a multiple of the no-load latency), got 0.9"},
+		{config.AdaptiveConcurrency{LatencyTarget: config.Duration(-time.Second)}, "latency_target: must not be negative, got -1s"},
+		{config.AdaptiveConcurrency{Tolerance: math.Inf(1)}, "tolerance: must be a finite number"},
 	} {
 		_, err := NewAdaptive(tc.cfg, 0, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "adaptive_concurrency: ") {

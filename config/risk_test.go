@@ -14,6 +14,11 @@ func TestRiskConfigProblems(t *testing.T) {
 			"routes[0].max_in_flight", "must not be negative"},
 		{"bad algorithm", "server: {adaptive_concurrency: {algorithm: vegas}}\n", "server.adaptive_concurrency.algorithm", `unknown algorithm "vegas"`},
 		{"min above max", "server: {adaptive_concurrency: {min_limit: 50, max_limit: 10}}\n", "server.adaptive_concurrency", "min_limit (50) <= max_limit (10)"},
+		// min_limit's default (16) follows a lower max_limit, as the limiter always did.
+		{"max below the default min", "server: {adaptive_concurrency: {max_limit: 8}}\n", "", ""},
+		{"static limit below the default min", "server: {max_in_flight: 10, adaptive_concurrency: {}}\n", "", ""},
+		{"infinite tolerance", "server: {adaptive_concurrency: {tolerance: .inf}}\n", "server.adaptive_concurrency.tolerance", "finite"},
+		{"negative latency target", "server: {adaptive_concurrency: {algorithm: aimd, latency_target: -1s}}\n", "server.adaptive_concurrency.latency_target", "negative"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -38,7 +39,7 @@ func defaultRisk(c *Config) {
 			continue
 		}
 		if a := rt.AdaptiveConcurrency; a != nil {
-			defaultAdaptive(a, rt.MaxInFlight)
+			a.Defaults(rt.MaxInFlight)
 		}
 	}
 	if a := c.Server.AdaptiveConcurrency; a != nil {
@@ -46,7 +47,7 @@ func defaultRisk(c *Config) {
 		if c.Server.MaxInFlight != nil {
 			limit = *c.Server.MaxInFlight
 		}
-		defaultAdaptive(a, limit)
+		a.Defaults(limit)
 	}
 }
 
@@ -64,13 +65,16 @@ func (r *Redis) Defaults() {
 	SetDefault(&r.Breaker.OpenFor, DefaultRedisOpenFor)
 }
 
-func defaultAdaptive(a *AdaptiveConcurrency, staticLimit int) {
+// Defaults fills the fields of a left unset. staticLimit is the in-flight
+// limit it adapts below (0: none), max_limit's default; min_limit's is 16,
+// or max_limit when that is lower. admission.NewAdaptive applies it too.
+func (a *AdaptiveConcurrency) Defaults(staticLimit int) {
 	SetDefault(&a.Algorithm, DefaultAdaptiveAlgorithm)
-	SetDefault(&a.MinLimit, DefaultAdaptiveMinLimit)
 	if staticLimit > 0 {
 		SetDefault(&a.MaxLimit, staticLimit)
 	}
 	SetDefault(&a.MaxLimit, DefaultAdaptiveMaxLimit)
+	SetDefault(&a.MinLimit, min(DefaultAdaptiveMinLimit, a.MaxLimit))
 	SetDefault(&a.InitialLimit, max(a.MaxLimit/4, a.MinLimit))
 	SetDefault(&a.Tolerance, DefaultAdaptiveTolerance)
 	SetDefault(&a.LatencyTarget, DefaultAdaptiveLatencyTgt)
@@ -91,11 +95,11 @@ func validateRisk(ps *problems, c *Config) {
 			ps.add(path+".max_in_flight", 0, "must not be negative, got %d", rt.MaxInFlight)
 		}
 		if rt.AdaptiveConcurrency != nil {
-			validateAdaptive(ps, path+".adaptive_concurrency", rt.AdaptiveConcurrency)
+			rt.AdaptiveConcurrency.Validate(At{ps, path + ".adaptive_concurrency"})
 		}
 	}
 	if c.Server.AdaptiveConcurrency != nil {
-		validateAdaptive(ps, "server.adaptive_concurrency", c.Server.AdaptiveConcurrency)
+		c.Server.AdaptiveConcurrency.Validate(At{ps, "server.adaptive_concurrency"})
 	}
 }
 
@@ -121,17 +125,19 @@ func validateRedis(ps *problems, r *Redis) {
 	}
 }
 
-func validateAdaptive(ps *problems, path string, a *AdaptiveConcurrency) {
+// Validate reports every problem of the defaulted a at at: the rules
+// `dubbogw validate` applies and admission.NewAdaptive applies again.
+func (a *AdaptiveConcurrency) Validate(at At) {
 	if !slices.Contains(adaptiveAlgos, a.Algorithm) {
-		ps.add(path+".algorithm", 0, "unknown algorithm %q (known: %s)", a.Algorithm, strings.Join(adaptiveAlgos, ", "))
+		at.Field("algorithm").Errorf("unknown algorithm %q (known: %s)", a.Algorithm, strings.Join(adaptiveAlgos, ", "))
 	}
 	if a.MinLimit < 1 || a.MaxLimit < a.MinLimit {
-		ps.add(path, 0, "want 1 <= min_limit (%d) <= max_limit (%d)", a.MinLimit, a.MaxLimit)
+		at.Errorf("want 1 <= min_limit (%d) <= max_limit (%d)", a.MinLimit, a.MaxLimit)
+	} else if a.InitialLimit < a.MinLimit || a.InitialLimit > a.MaxLimit {
+		at.Field("initial_limit").Errorf("must be within min_limit and max_limit, got %d", a.InitialLimit)
 	}
-	if a.InitialLimit < a.MinLimit || a.InitialLimit > a.MaxLimit {
-		ps.add(path+".initial_limit", 0, "must be within min_limit and max_limit, got %d", a.InitialLimit)
+	if !(a.Tolerance >= 1) || math.IsInf(a.Tolerance, 0) {
+		at.Field("tolerance").Errorf("must be a finite number of at least 1 (a multiple of the no-load latency), got %g", a.Tolerance)
 	}
-	if a.Tolerance < 1 {
-		ps.add(path+".tolerance", 0, "must be at least 1, got %g", a.Tolerance)
-	}
+	at.Field("latency_target").Err(NonNegative(a.LatencyTarget))
 }
