@@ -483,15 +483,12 @@ func (d *Decoder) readVarList(start int, typ string) (any, error) {
 	d.refs = append(d.refs, l)
 	base := len(d.items)
 	for {
-		if d.pos >= len(d.data) {
-			return nil, d.truncated(start)
+		more, err := d.more(start, len(d.items)-base, "list")
+		if err != nil {
+			return nil, err
 		}
-		if d.data[d.pos] == tagEnd {
-			d.pos++
+		if !more {
 			break
-		}
-		if len(d.items)-base >= d.limits.MaxLength {
-			return nil, d.errorf(start, "list longer than MaxLength %d", d.limits.MaxLength)
 		}
 		v, err := d.value()
 		if err != nil {
@@ -507,6 +504,23 @@ func (d *Decoder) readVarList(start int, typ string) (any, error) {
 	return l, nil
 }
 
+// more reports whether the variable-length list or map that started at
+// start, with n elements read, has another one; at its end tag (consumed)
+// it has not. Past MaxLength elements, or with the data ending first, it
+// is an error.
+func (d *Decoder) more(start, n int, what string) (bool, error) {
+	switch {
+	case d.pos >= len(d.data):
+		return false, d.truncated(start)
+	case d.data[d.pos] == tagEnd:
+		d.pos++
+		return false, nil
+	case n >= d.limits.MaxLength:
+		return false, d.errorf(start, "%s longer than MaxLength %d", what, d.limits.MaxLength)
+	}
+	return true, nil
+}
+
 func (d *Decoder) readMap(start int, typ string) (any, error) {
 	if err := d.enter(start); err != nil {
 		return nil, err
@@ -515,15 +529,12 @@ func (d *Decoder) readMap(start int, typ string) (any, error) {
 	d.refs = append(d.refs, m)
 	base := len(d.entries)
 	for {
-		if d.pos >= len(d.data) {
-			return nil, d.truncated(start)
+		more, err := d.more(start, len(d.entries)-base, "map")
+		if err != nil {
+			return nil, err
 		}
-		if d.data[d.pos] == tagEnd {
-			d.pos++
+		if !more {
 			break
-		}
-		if len(d.entries)-base >= d.limits.MaxLength {
-			return nil, d.errorf(start, "map longer than MaxLength %d", d.limits.MaxLength)
 		}
 		k, err := d.value()
 		if err != nil {

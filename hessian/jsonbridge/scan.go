@@ -207,25 +207,16 @@ func (s *scanner) array() *syntaxError {
 			}
 			s.lastKey[top] = -1
 			s.toks[at].count++
-			s.skipSpace()
-			if s.pos >= len(s.src) {
-				return s.errorf("unexpected end of input, expected ',' or ']'")
+			done, err := s.separator(']')
+			if err != nil {
+				return err
 			}
-			c := s.src[s.pos]
-			s.pos++
-			if c == ']' {
+			if done {
 				break
-			}
-			if c != ',' {
-				s.pos--
-				return s.errorf("unexpected %s, expected ',' or ']'", s.describeByte())
 			}
 		}
 	}
-	s.toks[at].next = int32(len(s.toks))
-	s.open = s.open[:len(s.open)-1]
-	s.lastKey = s.lastKey[:len(s.lastKey)-1]
-	s.depth--
+	s.close(at)
 	return nil
 }
 
@@ -261,26 +252,51 @@ func (s *scanner) object() *syntaxError {
 			}
 			s.lastKey[top] = -1
 			s.toks[at].count++
-			s.skipSpace()
-			if s.pos >= len(s.src) {
-				return s.errorf("unexpected end of input, expected ',' or '}'")
+			done, err := s.separator('}')
+			if err != nil {
+				return err
 			}
-			c := s.src[s.pos]
-			s.pos++
-			if c == '}' {
+			if done {
 				break
-			}
-			if c != ',' {
-				s.pos--
-				return s.errorf("unexpected %s, expected ',' or '}'", s.describeByte())
 			}
 		}
 	}
+	s.close(at)
+	return nil
+}
+
+// separator reads what follows an element of an array or object: ','
+// (another element comes) or end, which closes it (done).
+func (s *scanner) separator(end byte) (done bool, err *syntaxError) {
+	s.skipSpace()
+	if s.pos < len(s.src) {
+		switch s.src[s.pos] {
+		case end:
+			s.pos++
+			return true, nil
+		case ',':
+			s.pos++
+			return false, nil
+		}
+	}
+	return false, s.separatorError(end)
+}
+
+// separatorError is separator's refusal, out of line so that separator
+// inlines.
+func (s *scanner) separatorError(end byte) *syntaxError {
+	if s.pos >= len(s.src) {
+		return s.errorf("unexpected end of input, expected ',' or '%c'", end)
+	}
+	return s.errorf("unexpected %s, expected ',' or '%c'", s.describeByte(), end)
+}
+
+// close ends the array or object token at, the innermost one open.
+func (s *scanner) close(at int32) {
 	s.toks[at].next = int32(len(s.toks))
 	s.open = s.open[:len(s.open)-1]
 	s.lastKey = s.lastKey[:len(s.lastKey)-1]
 	s.depth--
-	return nil
 }
 
 // string scans a string token; s.pos is at the opening quote.
