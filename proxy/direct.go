@@ -423,11 +423,7 @@ func (t *directTransport) put(c *directConn) {
 	h := c.host
 	c.reused = true
 	t.mu.Lock()
-	if len(h.waiters) > 0 {
-		wait := h.waiters[0]
-		h.waiters = h.waiters[1:]
-		t.mu.Unlock()
-		wait <- c
+	if t.giveWaiter(h, c) {
 		return
 	}
 	if t.closed || len(h.idle) >= t.maxIdle {
@@ -450,15 +446,25 @@ func (t *directTransport) discard(c *directConn) {
 // release frees a slot of h: a waiter gets it to dial in.
 func (t *directTransport) release(h *hostConns) {
 	t.mu.Lock()
-	if len(h.waiters) > 0 {
-		wait := h.waiters[0]
-		h.waiters = h.waiters[1:]
-		t.mu.Unlock()
-		wait <- nil
+	if t.giveWaiter(h, nil) {
 		return
 	}
 	h.open--
 	t.mu.Unlock()
+}
+
+// giveWaiter hands c (nil: a free slot to dial in) to h's first waiter,
+// if there is one, and reports whether there was. Called with t.mu held;
+// when it hands over, it unlocks t.mu first.
+func (t *directTransport) giveWaiter(h *hostConns, c *directConn) bool {
+	if len(h.waiters) == 0 {
+		return false
+	}
+	wait := h.waiters[0]
+	h.waiters = h.waiters[1:]
+	t.mu.Unlock()
+	wait <- c
+	return true
 }
 
 // poolStats are the connections of a direct transport, over all its hosts.

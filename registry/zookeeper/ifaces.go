@@ -176,44 +176,41 @@ func (i *ifaces) readFailed(pw *pathWatch) {
 // setProviders takes a new listing of s's providers node. Children seen
 // before keep their parsed node (and so their *cluster.Provider).
 func (i *ifaces) setProviders(s *ifaceState, children []string) {
-	byName := make(map[string]*providerNode, len(children))
-	nodes := make([]*providerNode, 0, len(children))
-	for _, name := range children {
-		n, seen := s.providerNodes[name]
-		if !seen {
-			var reason string
-			if n, reason = parseProviderNode(name); reason != "" {
-				i.skip(s.name, "provider", name, reason)
-			}
-		}
-		byName[name] = n
-		if n != nil {
-			nodes = append(nodes, n)
-		}
-	}
-	sortProviderNodes(nodes)
-	s.providerNodes, s.nodes = byName, nodes
+	s.providerNodes, s.nodes = relist(s.providerNodes, children, parseProviderNode,
+		func(name, reason string) { i.skip(s.name, "provider", name, reason) })
+	sortProviderNodes(s.nodes)
 }
 
 // setOverrides takes a new listing of s's configurators node.
 func (i *ifaces) setOverrides(s *ifaceState, children []string) {
-	byName := make(map[string]*override, len(children))
-	list := make([]*override, 0, len(children))
+	s.overrideNodes, s.overrides = relist(s.overrideNodes, children,
+		func(name string) (*override, string) { return parseOverrideNode(s.name, name) },
+		func(name, reason string) { i.skip(s.name, "override", name, reason) })
+	sortOverrides(s.overrides)
+}
+
+// relist takes a new listing of a node's children: a child seen before
+// (in prev, by name) keeps what it was parsed into, a new one is parsed,
+// and one that does not parse is skipped (said once: it stays in the
+// returned map as nil). It returns the map of the listing and the parsed
+// children, in listing order.
+func relist[T any](prev map[string]*T, children []string, parse func(name string) (*T, string), skip func(name, reason string)) (map[string]*T, []*T) {
+	byName := make(map[string]*T, len(children))
+	list := make([]*T, 0, len(children))
 	for _, name := range children {
-		o, seen := s.overrideNodes[name]
+		v, seen := prev[name]
 		if !seen {
 			var reason string
-			if o, reason = parseOverrideNode(s.name, name); reason != "" {
-				i.skip(s.name, "override", name, reason)
+			if v, reason = parse(name); reason != "" {
+				skip(name, reason)
 			}
 		}
-		byName[name] = o
-		if o != nil {
-			list = append(list, o)
+		byName[name] = v
+		if v != nil {
+			list = append(list, v)
 		}
 	}
-	sortOverrides(list)
-	s.overrideNodes, s.overrides = byName, list
+	return byName, list
 }
 
 // setApps makes s use exactly the applications names (sorted), as its
