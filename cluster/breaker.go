@@ -97,9 +97,11 @@ func (o BreakerOptions) normalize() (BreakerOptions, error) {
 
 // BreakerStatus is the state of one circuit breaker, for the admin API.
 type BreakerStatus struct {
-	// Scope is "route" (the breaker over all of a route's calls) or "provider" (one provider address).
+	// Scope is "route" (the breaker over all of a route's calls),
+	// "service" (over its calls of one service, on a route that calls
+	// many) or "provider" (one provider address).
 	Scope string `json:"scope"`
-	// Key is the route name or the provider address.
+	// Key is the route name, the service key or the provider address.
 	Key   string       `json:"key"`
 	State BreakerState `json:"state"`
 	// OpenUntil is when an open breaker lets probes through.
@@ -113,6 +115,7 @@ type BreakerStatus struct {
 // Breaker scopes.
 const (
 	ScopeRoute    = "route"
+	ScopeService  = "service"
 	ScopeProvider = "provider"
 )
 

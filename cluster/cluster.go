@@ -115,6 +115,17 @@ type Options struct {
 	// RouteBreaker configures the circuit breaker over all of the route's
 	// calls (zero: none).
 	RouteBreaker BreakerOptions
+	// ServiceBreaker configures a circuit breaker per service a call names
+	// (Call.Service; zero: none): on a route that reaches many services (a
+	// pass-through), one service failing opens its own breaker, never one
+	// the others share. Their states are not exported one series each
+	// (a registry may hold thousands of services): the open ones are
+	// counted per route, and listed by Breakers.
+	ServiceBreaker BreakerOptions
+	// MaxServiceBreakers bounds the service breakers kept; beyond, the
+	// least recently used closed one is dropped (an open one only when
+	// every one is open). Default 1024.
+	MaxServiceBreakers int
 	// Metrics receives the cluster metrics; nil: not exported.
 	Metrics *Metrics
 	// Logger logs circuit breaker transitions; default slog.Default().
@@ -138,6 +149,7 @@ type Cluster struct {
 	classify   Classifier
 	breakerOpt BreakerOptions // provider breakers; off when !enabled()
 	routeBreak *breaker       // nil when off
+	services   *serviceBreakers
 	now        func() time.Time
 	log        *slog.Logger
 	metrics    *Metrics
@@ -200,6 +212,10 @@ func New(opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: route breaker: %w", opts.Route, err)
 	}
+	serviceOpt, err := opts.ServiceBreaker.normalize()
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: service breaker: %w", opts.Route, err)
+	}
 	c := &Cluster{
 		route:         opts.Route,
 		policyName:    policyName,
@@ -221,6 +237,10 @@ func New(opts Options) (*Cluster, error) {
 	if routeOpt.enabled() {
 		c.routeBreak = newBreaker(ScopeRoute, c.route, routeOpt, c.breakerChanged)
 		c.metrics.acquireBreaker(c.route, ScopeRoute, c.route)
+	}
+	if serviceOpt.enabled() {
+		c.services = newServiceBreakers(serviceOpt, opts.MaxServiceBreakers)
+		c.metrics.acquireServiceBreakers(c.route)
 	}
 	return c, nil
 }
@@ -251,21 +271,43 @@ func (c *Cluster) Invoke(ctx context.Context, providers []*Provider, call *Call,
 	if len(providers) == 0 {
 		return nil, c.errNoProvider
 	}
-	if c.routeBreak == nil {
+	var service *breaker
+	if c.services != nil && call != nil && call.Service != "" {
+		service = c.services.get(call.Service, c.now().UnixNano(), c.breakerChanged, c.dropServiceBreaker)
+	}
+	if c.routeBreak == nil && service == nil {
 		v, _, err := c.invoke(ctx, providers, call, inv)
 		return v, err
 	}
 	clk := lazyClock{clock: c.now}
-	t, ok := c.routeBreak.allow(&clk)
-	if !ok {
-		return nil, c.errRouteOpen
+	var rt, st ticket
+	if c.routeBreak != nil {
+		var ok bool
+		if rt, ok = c.routeBreak.allow(&clk); !ok {
+			return nil, c.errRouteOpen
+		}
+	}
+	if service != nil {
+		var ok bool
+		if st, ok = service.allow(&clk); !ok {
+			if c.routeBreak != nil {
+				c.routeBreak.release(rt)
+			}
+			return nil, fmt.Errorf("route %s, service %s: %w", c.route, call.Service, ErrBreakerOpen)
+		}
 	}
 	v, o, err := c.invoke(ctx, providers, call, inv)
-	switch o {
-	case outcomeNeutral:
-		c.routeBreak.release(t)
-	default:
-		c.routeBreak.record(t, o == outcomeFailure, c.now().UnixNano())
+	for _, b := range [2]struct {
+		b *breaker
+		t ticket
+	}{{c.routeBreak, rt}, {service, st}} {
+		switch {
+		case b.b == nil:
+		case o == outcomeNeutral:
+			b.b.release(b.t)
+		default:
+			b.b.record(b.t, o == outcomeFailure, c.now().UnixNano())
+		}
 	}
 	return v, err
 }
@@ -504,17 +546,34 @@ func (c *Cluster) detach(b *breaker) {
 	b.detached = true
 }
 
+// dropServiceBreaker stops counting b, a service breaker the bound
+// evicted (calls holding it may still move it).
+func (c *Cluster) dropServiceBreaker(b *breaker) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.detached && b.state() != BreakerClosed {
+		c.metrics.serviceOpen.WithLabelValues(c.route).Dec()
+	}
+	b.detached = true
+}
+
 // breakerChanged counts, exports and logs a breaker transition. It runs under b.mu.
 func (c *Cluster) breakerChanged(b *breaker, from, to BreakerState, now int64) {
-	if b.scope == ScopeProvider && !b.detached {
-		switch {
-		case from == BreakerClosed && to != BreakerClosed:
-			c.openBreakers.Add(1)
-		case from != BreakerClosed && to == BreakerClosed:
-			c.openBreakers.Add(-1)
-		}
+	opened, closed := from == BreakerClosed && to != BreakerClosed, from != BreakerClosed && to == BreakerClosed
+	switch {
+	case b.scope == ScopeProvider && !b.detached && opened:
+		c.openBreakers.Add(1)
+	case b.scope == ScopeProvider && !b.detached && closed:
+		c.openBreakers.Add(-1)
 	}
-	c.metrics.breakerChanged(c.route, b.scope, b.key, to)
+	if b.scope == ScopeService {
+		// One series for all of the route's services: the key is not a label.
+		if !b.detached {
+			c.metrics.serviceBreakerChanged(c.route, opened, closed, to)
+		}
+	} else {
+		c.metrics.breakerChanged(c.route, b.scope, b.key, to)
+	}
 	attrs := []any{"route", c.route, "scope", b.scope, "key", b.key, "from", from.String(), "to", to.String()}
 	if to == BreakerOpen {
 		c.log.Warn("circuit breaker opened", append(attrs, "until", time.Unix(0, now+int64(b.opts.CoolDown)).UTC())...)
@@ -530,6 +589,9 @@ func (c *Cluster) Breakers() []BreakerStatus {
 	var out []BreakerStatus
 	if c.routeBreak != nil {
 		out = append(out, c.routeBreak.status(now))
+	}
+	if c.services != nil {
+		out = append(out, c.services.statuses(now)...)
 	}
 	c.mu.Lock()
 	bs := make([]*breaker, 0, len(c.breakers))
@@ -560,6 +622,9 @@ func (c *Cluster) Close() {
 	clear(c.breakers)
 	if c.routeBreak != nil {
 		c.metrics.release(c.route, ScopeRoute, c.route)
+	}
+	if c.services != nil {
+		c.metrics.release(c.route, ScopeService, "")
 	}
 	c.metrics.release(c.route, "", "")
 	c.metrics.release(c.route, scopePolicy, c.policyName)

@@ -23,6 +23,10 @@ type Metrics struct {
 	retries *prometheus.CounterVec
 	// selections is dubbogw_cluster_selections_total{route,policy}: providers chosen.
 	selections *prometheus.CounterVec
+	// serviceOpen is dubbogw_cluster_service_breakers_open{route}: the
+	// route's service breakers (Options.ServiceBreaker) not closed. Their
+	// transitions count in transitions with scope "service" and key "".
+	serviceOpen *prometheus.GaugeVec
 
 	mu   sync.Mutex
 	refs map[seriesKey]int
@@ -53,10 +57,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "dubbogw_cluster_selections_total",
 			Help: "Providers chosen by the load-balancing policy.",
 		}, []string{"route", "policy"}),
+		serviceOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dubbogw_cluster_service_breakers_open",
+			Help: "Service circuit breakers (one per service a pass-through route calls) open or half-open.",
+		}, []string{"route"}),
 		refs: make(map[seriesKey]int),
 	}
 	if reg != nil {
-		reg.MustRegister(m.breakerState, m.transitions, m.retries, m.selections)
+		reg.MustRegister(m.breakerState, m.transitions, m.retries, m.selections, m.serviceOpen)
 	}
 	return m
 }
@@ -92,6 +100,29 @@ func (m *Metrics) acquireBreaker(route, scope, key string) {
 	}
 }
 
+// acquireServiceBreakers takes a reference on the series of route's
+// service breakers; release them with release(route, ScopeService, "").
+func (m *Metrics) acquireServiceBreakers(route string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := seriesKey{route, ScopeService, ""}
+	if m.refs[k]++; m.refs[k] == 1 {
+		m.serviceOpen.WithLabelValues(route).Set(0)
+	}
+}
+
+// serviceBreakerChanged records a transition of one of route's service
+// breakers: opened or closed move the count of those not closed.
+func (m *Metrics) serviceBreakerChanged(route string, opened, closed bool, to BreakerState) {
+	switch {
+	case opened:
+		m.serviceOpen.WithLabelValues(route).Inc()
+	case closed:
+		m.serviceOpen.WithLabelValues(route).Dec()
+	}
+	m.transitions.WithLabelValues(route, ScopeService, "", to.String()).Inc()
+}
+
 // breakerChanged records a breaker transition.
 func (m *Metrics) breakerChanged(route, scope, key string, to BreakerState) {
 	m.breakerState.WithLabelValues(route, scope, key).Set(float64(to))
@@ -114,6 +145,10 @@ func (m *Metrics) release(route, scope, key string) {
 		return
 	case scopePolicy:
 		m.selections.DeleteLabelValues(route, key)
+		return
+	case ScopeService:
+		m.serviceOpen.DeleteLabelValues(route)
+		m.transitions.DeletePartialMatch(prometheus.Labels{"route": route, "scope": scope})
 		return
 	}
 	m.breakerState.DeleteLabelValues(route, scope, key)

@@ -21,6 +21,10 @@ type Policy interface {
 type Call struct {
 	// Method is the Dubbo method name.
 	Method string
+	// Service is the service key the call reaches ("group/interface:version"):
+	// with Options.ServiceBreaker, Invoke checks and feeds that service's
+	// breaker. Empty: no service breaker.
+	Service string
 	// HashKey is what consistenthash hashes: the chosen arguments rendered as
 	// Java's String.valueOf would and concatenated (Dubbo's hash.arguments,
 	// by default the first argument only).

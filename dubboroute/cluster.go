@@ -10,7 +10,9 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 )
 
-// newCluster builds the route's cluster: policy, mode, retries and breakers.
+// newCluster builds the route's cluster: policy, mode, retries and
+// breakers (per provider address, and over the route's calls, or on a
+// pass-through route over each service's).
 func newCluster(route string, cfg *Config, d Deps) (*cluster.Cluster, error) {
 	mode, err := cluster.ParseMode(cfg.Cluster)
 	if err != nil {
@@ -29,7 +31,7 @@ func newCluster(route string, cfg *Config, d Deps) (*cluster.Cluster, error) {
 			breaker.FailureRate = *b.FailureRatio
 		}
 	}
-	c, err := cluster.New(cluster.Options{
+	opts := cluster.Options{
 		Route:        route,
 		Policy:       cfg.LoadBalance,
 		Mode:         mode,
@@ -40,7 +42,14 @@ func newCluster(route string, cfg *Config, d Deps) (*cluster.Cluster, error) {
 		RouteBreaker: breaker,
 		Metrics:      d.ClusterMetrics,
 		Logger:       d.Log,
-	})
+	}
+	if cfg.Passthrough != nil {
+		// A pass-through route reaches many services: a breaker over all of
+		// its calls would let a few dead services stop every other one.
+		// Each service gets its own instead (bounded as its references are).
+		opts.RouteBreaker, opts.ServiceBreaker = cluster.BreakerOptions{}, breaker
+	}
+	c, err := cluster.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("loadbalance: %w", err)
 	}

@@ -120,6 +120,7 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 			KeepClass: cfg.Result.KeepClass, LongAsNumber: cfg.Result.LongAsNumber, BigAsNumber: cfg.Result.BigAsNumber,
 		},
 	}
+	d.Log = log // the cluster logs breaker transitions through the same logger
 	if h.cluster, err = newCluster(route, cfg, d); err != nil {
 		return nil, err
 	}
@@ -228,6 +229,9 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		return
 	}
 	call := &cluster.Call{Method: inv.Method, HashKey: hashKey, Exclude: h.readonly}
+	if h.passthrough != nil {
+		call.Service = dir.Key().String() // its own breaker: one service failing never stops the others
+	}
 	res, err := h.cluster.Invoke(ctx, providers, call,
 		func(ctx context.Context, p *cluster.Provider) (any, error) {
 			if info != nil {
@@ -239,6 +243,12 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 			return h.client.Invoke(ctx, p.Addr, inv)
 		})
 	if err != nil {
+		if call.Service != "" && errors.Is(err, cluster.ErrBreakerOpen) {
+			// A pass-through service's own breaker (or all its providers'):
+			// name the service, the route's other services are not affected.
+			exchange.Fail(w, r, exchange.CodeBreakerOpen, "circuit breaker open for "+call.Service+" on route "+h.route+": failing fast")
+			return
+		}
 		h.writeErr(w, r, err)
 		return
 	}

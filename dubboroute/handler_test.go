@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/dubboroute"
 	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/dubbogw/dubbogw/registry"
 )
 
@@ -41,6 +43,13 @@ type fixture struct {
 // of routes whose dubbo sections use registry "demo". Everything is
 // released when the test ends.
 func startDemo(t *testing.T, maxInFlight int, routes string) *fixture {
+	t.Helper()
+	return startDemoWith(t, maxInFlight, routes, nil)
+}
+
+// startDemoWith is startDemo whose registry also lists extra providers
+// (interface → addresses).
+func startDemoWith(t *testing.T, maxInFlight int, routes string, extra map[string][]string) *fixture {
 	t.Helper()
 	srv := provider.NewServer(quiet)
 	for _, svc := range demo.DubboServices() {
@@ -68,7 +77,9 @@ func startDemo(t *testing.T, maxInFlight int, routes string) *fixture {
 			t.Errorf("closing the client: %v", err)
 		}
 	})
-	reg, err := registry.NewStatic(map[string][]string{demo.UserInterface: {addr.String()}})
+	providers := map[string][]string{demo.UserInterface: {addr.String()}}
+	maps.Copy(providers, extra)
+	reg, err := registry.NewStatic(providers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,4 +547,38 @@ func TestPassthrough(t *testing.T) {
 	// A method the provider does not have is its answer, not a refusal.
 	r := call(svc, "noSuchMethod", `{}`)
 	checkErr(t, "unknown method", r, d.serve(t, context.Background(), r), 500, exchange.CodeDubboException, "java.lang.NoSuchMethodException")
+}
+
+// TestPassthroughServicesHaveTheirOwnBreaker: behind one pass-through
+// route, calls to a service whose providers are dead open that service's
+// breaker (503 BREAKER_OPEN without a dial); a live service behind the same
+// route is still called (issue 19: one breaker for all let five failures
+// stop every service).
+func TestPassthroughServicesHaveTheirOwnBreaker(t *testing.T) {
+	const dead = "com.example.demo.DeadService"
+	d := startDemoWith(t, 0, `
+  - name: generic
+    match: {methods: [POST], path: "/dubbo/{interface}/{method}"}
+    dubbo:
+      registry: demo
+      cluster: failfast
+      passthrough: {allow: [com.example.demo.*]}
+      breaker: {max_failures: 3, open_for: 1m}
+`, map[string][]string{dead: {testenv.ClosedAddr(t)}})
+	call := func(iface, method, body string) req {
+		return req{route: "generic", method: "POST", url: "/dubbo/" + iface + "/" + method, body: body,
+			pathParams: path("interface", iface, "method", method)}
+	}
+	for i := range 3 {
+		rec := d.serve(t, context.Background(), call(dead, "ping", ``))
+		if rec.Code != http.StatusBadGateway {
+			t.Fatalf("call %d to the dead service: %d %s, want 502", i, rec.Code, rec.Body)
+		}
+	}
+	checkErr(t, "the dead service, its breaker open", call(dead, "ping", ``),
+		d.serve(t, context.Background(), call(dead, "ping", ``)), 503, exchange.CodeBreakerOpen, dead)
+	for i := range 10 {
+		checkOK(t, fmt.Sprint("the live service, call ", i),
+			d.serve(t, context.Background(), call(demo.UserInterface, "greet", `{"types":["java.lang.String"],"args":["x"]}`)), `"Hello, x"`)
+	}
 }

@@ -7,6 +7,7 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"testing"
 	"time"
@@ -42,4 +43,17 @@ func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// ClosedAddr returns a loopback host:port nothing listens on (a port just
+// closed): a provider or upstream whose connections are refused.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
