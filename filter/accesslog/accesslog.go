@@ -158,10 +158,20 @@ func newFlushWriter(w io.Writer, every time.Duration) *flushWriter {
 	return fw
 }
 
+// Write buffers p, one or more whole lines. A line that does not fit in
+// what is left of the buffer first writes out the lines before it, so
+// every write to the output ends at a line's end: a file the process's
+// other output shares (stdout and stderr to one file) never gets half a
+// line between two of another writer's.
 func (fw *flushWriter) Write(p []byte) (int, error) {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
-	return fw.w.Write(p)
+	if len(p) > fw.w.Available() && fw.w.Buffered() > 0 {
+		if err := fw.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return fw.w.Write(p) // an empty buffer writes a line longer than itself whole
 }
 
 func (fw *flushWriter) flush() error {

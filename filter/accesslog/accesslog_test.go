@@ -213,3 +213,45 @@ func BenchmarkLogTraced(b *testing.B) {
 		l.Log(ctx, e)
 	}
 }
+
+// writes records each Write its output gets.
+type writes struct{ calls [][]byte }
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.calls = append(w.calls, bytes.Clone(p))
+	return len(p), nil
+}
+
+// TestWritesEndAtLineEnds: a buffer fills up with lines of any length,
+// but every write to the output ends at a line's end, so another writer of
+// the same file (stderr to the same file as stdout) never splits a line;
+// a line longer than the whole buffer is written whole.
+func TestWritesEndAtLineEnds(t *testing.T) {
+	out := &writes{}
+	l := NewWriter(out, nil)
+	for i := range 3000 {
+		ua := strings.Repeat("u", i*37%900)
+		if i == 1500 {
+			ua = strings.Repeat("x", 100<<10) // one line longer than the buffer
+		}
+		r := httptest.NewRequest("GET", "/x", nil)
+		r.Header.Set("User-Agent", ua)
+		l.Log(context.Background(), &Entry{Request: r, Info: &exchange.Info{}, Status: 200})
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var all []byte
+	for i, c := range out.calls {
+		if len(c) == 0 || c[len(c)-1] != '\n' {
+			t.Fatalf("write %d of %d (%d bytes) ends mid-line: ...%q", i, len(out.calls), len(c), c[max(0, len(c)-40):])
+		}
+		all = append(all, c...)
+	}
+	if n := bytes.Count(all, []byte("\n")); n != 3000 {
+		t.Errorf("%d lines written, want 3000", n)
+	}
+	if len(out.calls) < 10 {
+		t.Errorf("%d writes: the test should have filled the buffer many times", len(out.calls))
+	}
+}
