@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -1077,5 +1078,42 @@ func TestJoinPath(t *testing.T) {
 			t.Errorf("base %q + %q (%q) = %q (%q), want %q (%q)", tt.base, tt.reqPath, tt.reqRaw,
 				out.Path, out.RawPath, tt.wantPath, tt.wantRaw)
 		}
+	}
+}
+
+// TestFailureLogsSampled: a target that keeps failing does not write a
+// WARN per request; one a second goes through, saying how many it held
+// back (issue 19: a WARN per failed request, unbounded).
+func TestFailureLogsSampled(t *testing.T) {
+	var logs bytes.Buffer
+	clock := testenv.NewFakeClock()
+	u, err := New("dead", &Config{Targets: targets("http://" + testenv.ClosedAddr(t)),
+		PassiveHealth: PassiveHealth{MaxFailures: intPtr(0)}}, nil, slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(u.Close)
+	u.now = clock.Now
+	srv, _ := serveProxy(t, u.Handler(0))
+	get := func() {
+		resp, err := http.Get(srv.URL + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadGateway {
+			t.Fatalf("status %d, want 502", resp.StatusCode)
+		}
+	}
+	for range 50 {
+		get()
+	}
+	if n := strings.Count(logs.String(), `"msg":"upstream request failed"`); n != 1 {
+		t.Fatalf("%d WARN lines for 50 failures within a second, want 1:\n%s", n, logs.String())
+	}
+	clock.Advance(time.Second)
+	get()
+	if !strings.Contains(logs.String(), `"suppressed":49`) {
+		t.Errorf("the next second's line does not say 49 were held back:\n%s", logs.String())
 	}
 }

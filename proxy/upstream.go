@@ -26,6 +26,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/observe"
 )
 
 const (
@@ -64,8 +65,9 @@ type Upstream struct {
 	metrics  *Metrics
 	series   upstreamSeries
 	log      *slog.Logger
-	errorLog *log.Logger  // ReverseProxy's own messages, through log
-	tracer   trace.Tracer // nil: no spans
+	failures observe.LogSampler // one WARN a second about failed exchanges, with how many were held back
+	errorLog *log.Logger        // ReverseProxy's own messages, through log
+	tracer   trace.Tracer       // nil: no spans
 }
 
 // New builds the upstream name from cfg, treating zero values as the defaults
@@ -361,7 +363,9 @@ func (h *handler) serveError(w http.ResponseWriter, r *http.Request, err error) 
 		u.log.Debug("request body not complete within the route's timeout", "upstream", u.name, "target", targetURL, "timeout", h.timeout)
 		exchange.WriteBodyError(w, r, &exchange.BodyError{Kind: exchange.BodyTimeout, Err: ctxErr})
 	case errors.Is(err, errAwaitUpgrade) || errors.Is(ctxErr, context.DeadlineExceeded):
-		u.log.Warn("upstream timed out", "upstream", u.name, "target", targetURL, "timeout", h.timeout, "error", err)
+		if ok, heldBack := u.failures.Allow(u.now()); ok {
+			u.log.Warn("upstream timed out", "upstream", u.name, "target", targetURL, "timeout", h.timeout, "error", err, "suppressed", heldBack)
+		}
 		exchange.Fail(w, r, exchange.CodeTimeout, h.timeoutMessage)
 	case errors.Is(ctxErr, context.Canceled):
 		// The client went away: nobody reads an answer.
@@ -370,7 +374,9 @@ func (h *handler) serveError(w http.ResponseWriter, r *http.Request, err error) 
 			info.ErrorCode = exchange.CodeClientClosed
 		}
 	default:
-		u.log.Warn("upstream request failed", "upstream", u.name, "target", targetURL, "error", err)
+		if ok, heldBack := u.failures.Allow(u.now()); ok {
+			u.log.Warn("upstream request failed", "upstream", u.name, "target", targetURL, "error", err, "suppressed", heldBack)
+		}
 		msg := "upstream " + u.name + ": " + err.Error()
 		if targetURL != "" {
 			msg = "upstream " + u.name + " target " + targetURL + ": " + err.Error()
