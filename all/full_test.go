@@ -24,6 +24,7 @@ listen: "127.0.0.1:8080"
 admin:
   listen: "127.0.0.1:9091"
   pprof: true
+  readiness: lenient
 log:
   level: debug
   format: text
@@ -164,7 +165,7 @@ func TestParseFullConfig(t *testing.T) {
 	D := func(d time.Duration) config.Duration { return config.Duration(d) }
 	want := &config.Config{
 		Listen: "127.0.0.1:8080",
-		Admin:  config.Admin{Listen: "127.0.0.1:9091", Pprof: true},
+		Admin:  config.Admin{Listen: "127.0.0.1:9091", Pprof: true, Readiness: config.ReadinessLenient},
 		Log:    config.Log{Level: "debug", Format: "text"},
 		Server: config.Server{
 			ReadHeaderTimeout: D(5 * time.Second),

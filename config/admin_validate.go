@@ -29,6 +29,9 @@ func validateAdmin(ps *problems, a *Admin) {
 			ps.add(indexPath("admin.allowed_hosts", i), 0, "%v", err)
 		}
 	}
+	if a.Readiness != ReadinessStrict && a.Readiness != ReadinessLenient {
+		ps.add("admin.readiness", 0, "%q: want strict or lenient", a.Readiness)
+	}
 }
 
 // CheckAdminToken checks an admin token, from the file or from

@@ -43,6 +43,7 @@ func DefaultIdentityHeaders() []string {
 func Defaults(c *Config) {
 	SetDefault(&c.Listen, DefaultListen)
 	SetDefault(&c.Admin.Listen, DefaultAdminListen)
+	SetDefault(&c.Admin.Readiness, ReadinessStrict)
 	SetDefault(&c.Log.Level, DefaultLogLevel)
 	SetDefault(&c.Log.Format, DefaultLogFormat)
 

@@ -65,7 +65,23 @@ type Admin struct {
 	// host:port, e.g. the Kubernetes Service name an ingress uses. It also
 	// lists the origins allowed to POST. Follows reloads. Default [].
 	AllowedHosts []string `yaml:"allowed_hosts"`
+	// Readiness says when /readyz first answers 200: "strict" (the
+	// default) once every route's service has had its registry's first
+	// answer (providers, none, or unreachable: the last known ones), so a
+	// load balancer sends no request to an instance that would answer 503
+	// NO_PROVIDER for a service it has yet to read; "lenient" once the
+	// route table is built (after startup_wait), the services still
+	// unread listed in the body. Once ready, a gateway stays ready: a
+	// reload adding routes lists their unread services without leaving
+	// its load balancer. Follows reloads.
+	Readiness string `yaml:"readiness"`
 }
+
+// Values of Admin.Readiness.
+const (
+	ReadinessStrict  = "strict"
+	ReadinessLenient = "lenient"
+)
 
 // Log configures the process logger (log/slog).
 type Log struct {

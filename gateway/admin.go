@@ -56,7 +56,11 @@ func (g *Gateway) adminHandler(cfg *config.Config) http.Handler {
 	return mux
 }
 
-// readyz answers 200 while the gateway serves. A registry that cannot be
+// readyz answers 200 while the gateway serves. With admin.readiness
+// strict (the default), not before every route's service has had its
+// registry's first answer (a registry that cannot be reached answers with
+// "stale" after its timeout); once it has, the gateway stays ready and a
+// reload's unread services are only listed. A registry that cannot be
 // reached makes it "degraded" in the body but keeps it ready: the last
 // known providers serve, and taking every instance out of its load
 // balancer because ZooKeeper is away would turn a registry outage into a
@@ -70,6 +74,19 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	default:
 		body := map[string]any{"status": "ready"}
 		t := g.table.Load()
+		pending := t.pendingServices()
+		if len(pending) == 0 {
+			g.answered.Store(true)
+		} else {
+			const shown = 20 // a large registry may have thousands unread
+			body["pending_count"] = len(pending)
+			body["pending"] = pending[:min(len(pending), shown)]
+			if !g.answered.Load() && t.cfg.Admin.Readiness != config.ReadinessLenient {
+				body["status"] = "reading the registries"
+				writeJSON(w, http.StatusServiceUnavailable, body)
+				return
+			}
+		}
 		var degraded []string
 		for _, name := range slices.Sorted(maps.Keys(t.registries)) {
 			if st := t.registries[name].Status(); st.Degraded || st.State == registry.StateConnecting || st.State == registry.StateDisconnected {
@@ -85,6 +102,19 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, body)
 	}
+}
+
+// pendingServices lists, sorted, the service keys of the table's Dubbo
+// method routes that their registry has not answered for yet.
+func (t *table) pendingServices() []string {
+	var out []string
+	for _, rt := range t.routes {
+		if d := rt.dubboDirectory(); d != nil && d.State() == registry.DirPending {
+			out = append(out, d.Key().String())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 type routeView struct {

@@ -67,6 +67,7 @@ type Gateway struct {
 	tracer    trace.Tracer        // nil when tracing is off
 	admission *admission.Metrics
 	ready     atomic.Bool
+	answered  atomic.Bool // every route's service had its first answer once (admin.readiness)
 	draining  atomic.Bool
 
 	adminAccess  atomic.Pointer[adminAccess] // who the admin listener answers; follows reloads

@@ -582,7 +582,7 @@ func TestZooKeeperDownAtStart(t *testing.T) {
 	ln.Close()
 	yml := fmt.Sprintf(`
 registries:
-  zk: {type: zookeeper, address: %q, startup_wait: 1s}
+  zk: {type: zookeeper, address: %q, startup_wait: 1s, timeout: 2s}
 routes:
   - name: get-user
     match: {methods: [GET], path: "/api/users/{id}"}
@@ -597,8 +597,15 @@ routes:
 	if code, _, _, _ := errorBody(t, a); a.status != 503 || code != "NO_PROVIDER" {
 		t.Errorf("with ZooKeeper down: %d %s", a.status, a.body)
 	}
-	r := do(t, "GET", tg.admin+"/readyz", nil)
-	if r.status != 200 || !strings.Contains(r.body, `"degraded"`) || !strings.Contains(r.body, "registry zk") {
+	// Readiness waits for the registry's first answer; unreachable, it
+	// answers "stale" once its timeout (2s) passes without a session:
+	// then ready, and degraded.
+	var r answer
+	testenv.WaitFor(t, 15*time.Second, "/readyz 200 once the registry's directories went stale", func() bool {
+		r = do(t, "GET", tg.admin+"/readyz", nil)
+		return r.status == 200
+	})
+	if !strings.Contains(r.body, `"degraded"`) || !strings.Contains(r.body, "registry zk") {
 		t.Errorf("readyz with ZooKeeper down: %d %s", r.status, r.body)
 	}
 
@@ -937,3 +944,68 @@ routes:
 }
 
 type registryStatus = registry.Status
+
+// TestReadinessWaitsForTheRegistry: with a slow ZooKeeper (every reply
+// held back), the gateway starts after startup_wait, but /readyz says 503
+// and names the services still unread until the registry has answered for
+// every route's service; then 200, and it stays 200. With readiness:
+// lenient it is 200 at once, the unread services listed (issue 19:
+// "readiness lies" on a large registry).
+func TestReadinessWaitsForTheRegistry(t *testing.T) {
+	for _, mode := range []string{"strict", "lenient"} {
+		t.Run(mode, func(t *testing.T) {
+			zk := testenv.StartProxy(t, testenv.ZooKeeperAddr(t))
+			zk.SetDelay(400 * time.Millisecond)
+			tg := startGWRaw(t, strings.Replace(baseYAML, "admin:\n", "admin:\n  readiness: "+mode+"\n", 1)+fmt.Sprintf(`
+registries:
+  zk: {type: zookeeper, address: %q, discovery: interface, startup_wait: 100ms, timeout: 20s, register: false}
+routes:
+  - name: slow
+    match: {methods: [GET], path: "/api/slow/{id}"}
+    dubbo: {registry: zk, interface: com.example.readiness.SlowService, method: get, params: [{type: java.lang.String, from: path, name: id}]}
+`, zk.Addr()))
+			r := do(t, "GET", tg.admin+"/readyz", nil)
+			wantStatus := 503
+			if mode == "lenient" {
+				wantStatus = 200
+			}
+			var body struct {
+				Status       string   `json:"status"`
+				Pending      []string `json:"pending"`
+				PendingCount int      `json:"pending_count"`
+			}
+			if err := json.Unmarshal([]byte(r.body), &body); err != nil {
+				t.Fatal(err)
+			}
+			if r.status != wantStatus || !slices.Equal(body.Pending, []string{"com.example.readiness.SlowService"}) || body.PendingCount != 1 {
+				t.Fatalf("readyz while the registry reads: %d %s; want %d naming the unread service", r.status, r.body, wantStatus)
+			}
+			testenv.WaitFor(t, 30*time.Second, "/readyz 200 with nothing pending", func() bool {
+				r = do(t, "GET", tg.admin+"/readyz", nil)
+				return r.status == 200 && !strings.Contains(r.body, "pending")
+			})
+			if mode == "lenient" {
+				return
+			}
+			// Once ready, it stays ready: a reload adding a service the
+			// registry has yet to read lists it, with 200.
+			tg.rewrite(t, fmt.Sprintf(`
+registries:
+  zk: {type: zookeeper, address: %q, discovery: interface, startup_wait: 100ms, timeout: 20s, register: false}
+routes:
+  - name: slow
+    match: {methods: [GET], path: "/api/slow/{id}"}
+    dubbo: {registry: zk, interface: com.example.readiness.SlowService, method: get, params: [{type: java.lang.String, from: path, name: id}]}
+  - name: later
+    match: {methods: [GET], path: "/api/later/{id}"}
+    dubbo: {registry: zk, interface: com.example.readiness.Later, method: get, params: [{type: java.lang.String, from: path, name: id}]}
+`, zk.Addr()))
+			if a := do(t, "POST", tg.admin+"/admin/reload", nil); a.status != 200 {
+				t.Fatalf("reload: %d %s", a.status, a.body)
+			}
+			if r = do(t, "GET", tg.admin+"/readyz", nil); r.status != 200 {
+				t.Errorf("readyz after a reload adding an unread service: %d %s; want 200 (ready once, ready on)", r.status, r.body)
+			}
+		})
+	}
+}
