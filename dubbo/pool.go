@@ -13,9 +13,16 @@ import (
 // Reconnect backoff: the first retry after a failed dial waits about
 // backoffBase, each next one twice as long up to backoffMax, each jittered
 // down by up to half so clients restarted together do not dial in step.
+// Past longAfter failures in a row (about four minutes of a dead address)
+// the wait grows to backoffLong: a registry may list a dead provider for
+// as long as its session lives, and a thousand of them dialled every 10 s
+// cost a share of a core (issue 19). A provider that registers again is
+// redialled at once all the same (Client.Redial).
 const (
 	backoffBase = 100 * time.Millisecond
 	backoffMax  = 10 * time.Second
+	longAfter   = 30
+	backoffLong = 2 * time.Minute
 	// stableAfter is how long a connection must have lived for its loss to
 	// be redialled at once rather than after a backoff, so a provider that
 	// accepts and drops connections is not dialled in a tight loop.
@@ -190,7 +197,10 @@ func (p *pool) dial() (*conn, error) {
 // backoff returns the wait before the next dial after failures in a row.
 func backoff(failures int) time.Duration {
 	d := backoffMax
-	if shift := failures - 1; shift < 16 {
+	switch shift := failures - 1; {
+	case failures > longAfter:
+		d = backoffLong
+	case shift < 16:
 		d = min(backoffBase<<shift, backoffMax)
 	}
 	return d/2 + rand.N(d/2+1)
