@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/pprof"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubboroute"
+	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/registry"
 )
@@ -182,6 +185,11 @@ func (g *Gateway) adminUpstreams(w http.ResponseWriter, r *http.Request) {
 // state of every route's breaker for that provider): a subscription leak
 // shows here in minutes.
 func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
+	q, err := parseServicesQuery(r)
+	if err != nil {
+		exchange.Fail(w, r, exchange.CodeBadRequest, err.Error())
+		return
+	}
 	t := g.table.Load()
 	type providerView struct {
 		registry.ProviderStatus
@@ -204,54 +212,148 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 	}
 	// Provider breakers of each route, by address. A method route's apply
 	// to its own service; a pass-through route's to every service of its
-	// registry (it may call any of them).
+	// registry (it may call any of them). Indexed by registry and service,
+	// so each listed provider looks at its own service's routes only.
 	type routeBreakers struct {
-		route   string
-		service string // "" for a pass-through route
-		byAddr  map[string]cluster.BreakerState
+		route  string
+		byAddr map[string]cluster.BreakerState
 	}
-	breakers := map[string][]routeBreakers{} // by registry
+	type registryBreakers struct {
+		byService   map[string][]routeBreakers
+		passthrough []routeBreakers
+	}
+	breakers := map[string]*registryBreakers{}
 	for _, rt := range t.routes {
 		if rt.dubbo == nil {
 			continue
 		}
 		rb := routeBreakers{route: rt.name, byAddr: map[string]cluster.BreakerState{}}
-		if d := rt.dubboDirectory(); d != nil {
-			rb.service = d.Key().String()
-		}
 		for _, b := range rt.dubbo.Breakers() {
 			if b.Scope == cluster.ScopeProvider {
 				rb.byAddr[b.Key] = b.State
 			}
 		}
 		dr, _ := dubboroute.RouteOf(rt.cfg)
-		reg := dr.Registry
-		breakers[reg] = append(breakers[reg], rb)
+		reg := breakers[dr.Registry]
+		if reg == nil {
+			reg = &registryBreakers{byService: map[string][]routeBreakers{}}
+			breakers[dr.Registry] = reg
+		}
+		if d := rt.dubboDirectory(); d != nil {
+			key := d.Key().String()
+			reg.byService[key] = append(reg.byService[key], rb)
+		} else {
+			reg.passthrough = append(reg.passthrough, rb)
+		}
 	}
 	regs := []registryView{}
 	services := []serviceView{}
+	total, next := 0, ""
 	for _, name := range slices.Sorted(maps.Keys(t.registries)) {
 		reg := t.registries[name]
+		if q.registry != "" && name != q.registry {
+			continue
+		}
 		regs = append(regs, registryView{Name: name, Status: reg.Status(), References: t.references[name].Len()})
-		for _, d := range reg.Directories() {
+		if q.afterRegistry != "" && name < q.afterRegistry {
+			continue
+		}
+		f := q.filter
+		if name != q.afterRegistry {
+			f.After = ""
+		}
+		left := q.limit - len(services)
+		f.Limit = left + 1 // one more: is there a next page?
+		page, matched := selectDirectories(reg, f)
+		total += matched
+		if left <= 0 {
+			continue // counted, not listed
+		}
+		if len(page) > left {
+			page = page[:left]
+			next = name + "/" + page[left-1].Service
+		}
+		rb := breakers[name]
+		for _, d := range page {
 			sv := serviceView{Registry: name, Service: d.Service, State: d.State, Refs: d.Refs, Updated: d.Updated,
 				Discovery: d.Discovery, Providers: make([]providerView, 0, len(d.Providers))}
+			var routes []routeBreakers
+			if rb != nil {
+				routes = append(slices.Clip(rb.byService[d.Service]), rb.passthrough...)
+			}
 			for _, p := range d.Providers {
 				bs := map[string]cluster.BreakerState{}
-				for _, rb := range breakers[name] {
-					if rb.service != "" && rb.service != d.Service {
-						continue
-					}
-					if st, ok := rb.byAddr[p.Addr]; ok {
-						bs[rb.route] = st
+				for _, rt := range routes {
+					if st, ok := rt.byAddr[p.Addr]; ok {
+						bs[rt.route] = st
 					}
 				}
 				sv.Providers = append(sv.Providers, providerView{ProviderStatus: p, Readonly: g.dubbo.Readonly(p.Addr), Breakers: bs})
 			}
 			services = append(services, sv)
 		}
+		if next == "" && len(services) == q.limit {
+			// The page is full at this registry's end: a later registry may
+			// have more; the next page starts after this one's last.
+			next = name + "/" + services[len(services)-1].Service
+		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"registries": regs, "services": services})
+	body := map[string]any{"registries": regs, "services": services, "total": total}
+	if next != "" && total > len(services) {
+		body["next"] = next
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// servicesQuery is what /admin/services is asked for: ?registry=,
+// ?service= (one service key), ?prefix= (service keys starting with it),
+// ?limit= (default 200, at most 5000) and ?after= (the "next" of the
+// previous page: "<registry>/<service key>").
+type servicesQuery struct {
+	registry      string
+	filter        registry.DirectoryFilter
+	afterRegistry string
+	limit         int
+}
+
+func parseServicesQuery(r *http.Request) (servicesQuery, error) {
+	v := r.URL.Query()
+	q := servicesQuery{registry: v.Get("registry"), limit: 200,
+		filter: registry.DirectoryFilter{Service: v.Get("service"), Prefix: v.Get("prefix")}}
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 5000 {
+			return q, fmt.Errorf("limit %q: want 1..5000", l)
+		}
+		q.limit = n
+	}
+	if a := v.Get("after"); a != "" {
+		reg, svc, ok := strings.Cut(a, "/")
+		if !ok || reg == "" || svc == "" {
+			return q, fmt.Errorf("after %q: want the \"next\" of a previous answer, <registry>/<service>", a)
+		}
+		q.afterRegistry, q.filter.After = reg, svc
+	}
+	return q, nil
+}
+
+// selectDirectories lists reg's directories f selects.
+func selectDirectories(reg registry.Registry, f registry.DirectoryFilter) ([]registry.DirectoryStatus, int) {
+	if s, ok := reg.(registry.DirectorySelector); ok {
+		return s.SelectDirectories(f)
+	}
+	var page []registry.DirectoryStatus
+	matched := 0
+	for _, d := range reg.Directories() { // sorted by service key
+		if f.Service != "" && d.Service != f.Service || !strings.HasPrefix(d.Service, f.Prefix) {
+			continue
+		}
+		matched++
+		if (f.After == "" || d.Service > f.After) && (f.Limit == 0 || len(page) < f.Limit) {
+			page = append(page, d)
+		}
+	}
+	return page, matched
 }
 
 // adminBreakers lists the circuit breakers of every Dubbo route (the

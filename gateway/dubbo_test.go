@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -277,9 +279,13 @@ func TestNoProviderKeepsOneSubscription(t *testing.T) {
 			References        int
 			Providers         []struct{ Address string }
 		}
+		Total int
 	}
-	if err := json.Unmarshal([]byte(do(t, "GET", tg.admin+"/admin/services", nil).body), &services); err != nil {
+	if err := json.Unmarshal([]byte(do(t, "GET", tg.admin+"/admin/services?limit=5000", nil).body), &services); err != nil {
 		t.Fatal(err)
+	}
+	if services.Total != len(services.Services) {
+		t.Fatalf("listed %d of %d services: the check below needs them all", len(services.Services), services.Total)
 	}
 	count := map[string]int{}
 	for _, s := range services.Services {
@@ -581,5 +587,69 @@ routes:
 	}
 	if r := do(t, "POST", tg.base+"/greet", strings.NewReader(`{"who":"small"}`)); r.status != 200 || strings.TrimSpace(r.body) != `"Hello, small"` {
 		t.Errorf("a call within max_payload after the refused ones: %d %s", r.status, r.body)
+	}
+}
+
+// TestAdminServicesPages: /admin/services lists a large registry a page at
+// a time, in service-key order, filtered by registry, service or prefix;
+// following "next" lists every service exactly once (issue 19: one 10 MB
+// answer at 5,000 services).
+func TestAdminServicesPages(t *testing.T) {
+	tg := dubboGW(t, []string{startProvider(t)}, demoRoutes)
+	for i := range 10 { // ten more service keys, through the pass-through
+		do(t, "POST", tg.base+"/dubbo/com.example.demo.UserService/greet", strings.NewReader(fmt.Sprintf(`{"version":"v%d"}`, i)))
+	}
+	type page struct {
+		Services []struct{ Registry, Service string }
+		Total    int
+		Next     string
+	}
+	get := func(query string) page {
+		t.Helper()
+		a := do(t, "GET", tg.admin+"/admin/services"+query, nil)
+		if a.status != 200 {
+			t.Fatalf("%s: %d %s", query, a.status, a.body)
+		}
+		var p page
+		if err := json.Unmarshal([]byte(a.body), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	all := get("?limit=5000")
+	if all.Total < 12 || len(all.Services) != all.Total || all.Next != "" {
+		t.Fatalf("everything: %d listed, total %d, next %q", len(all.Services), all.Total, all.Next)
+	}
+	var paged []string
+	for q := "?limit=4"; ; {
+		p := get(q)
+		if p.Total != all.Total || len(p.Services) > 4 {
+			t.Fatalf("%s: %d services, total %d", q, len(p.Services), p.Total)
+		}
+		for _, s := range p.Services {
+			paged = append(paged, s.Registry+"/"+s.Service)
+		}
+		if p.Next == "" {
+			break
+		}
+		q = "?limit=4&after=" + url.QueryEscape(p.Next)
+	}
+	var want []string
+	for _, s := range all.Services {
+		want = append(want, s.Registry+"/"+s.Service)
+	}
+	if !slices.Equal(paged, want) || !slices.IsSorted(want) {
+		t.Errorf("pages:\n%v\nwant, in order:\n%v", paged, want)
+	}
+	if p := get("?prefix=" + url.QueryEscape("com.example.demo.UserService:v")); p.Total != 10 || len(p.Services) != 10 {
+		t.Errorf("prefix: %d listed, total %d; want the 10 versions", len(p.Services), p.Total)
+	}
+	if p := get("?service=com.example.demo.NobodyService&registry=demo"); p.Total != 1 || len(p.Services) != 1 {
+		t.Errorf("one service: %+v", p)
+	}
+	for _, bad := range []string{"?limit=0", "?limit=x", "?after=nocursor"} {
+		if a := do(t, "GET", tg.admin+"/admin/services"+bad, nil); a.status != 400 {
+			t.Errorf("%s: %d, want 400", bad, a.status)
+		}
 	}
 }

@@ -12,7 +12,8 @@
 package registry
 
 import (
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -359,25 +360,76 @@ func (s *Directories) Close() {
 
 // Status reports the live directories, sorted by service.
 func (s *Directories) Status() []DirectoryStatus {
+	page, _ := s.Select(DirectoryFilter{})
+	return page
+}
+
+// DirectoryFilter selects directories for a status listing, so that a
+// listing of a large registry costs what it returns.
+type DirectoryFilter struct {
+	// Service, when set, selects that service key only.
+	Service string
+	// Prefix, when set, selects the service keys starting with it.
+	Prefix string
+	// After selects the service keys after it (the last of the previous page).
+	After string
+	// Limit is the most statuses returned; 0: no limit.
+	Limit int
+}
+
+// DirectorySelector is a Registry that lists its directories by filter
+// (both registries here are).
+type DirectorySelector interface {
+	SelectDirectories(f DirectoryFilter) (page []DirectoryStatus, matched int)
+}
+
+// Select reports the directories f selects, sorted by service key: at most
+// f.Limit after f.After, and how many match Service and Prefix in all.
+// Only the returned ones are described (their providers read), so its
+// cost is one pass over the keys plus what it returns.
+func (s *Directories) Select(f DirectoryFilter) (page []DirectoryStatus, matched int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]DirectoryStatus, 0, len(s.dirs))
-	for _, e := range s.dirs {
-		st := DirectoryStatus{Service: e.dir.key.String(), State: e.dir.State(), Refs: e.refs,
-			Updated: e.dir.Updated(), Providers: []ProviderStatus{}}
-		for _, p := range e.dir.Providers() {
-			o := e.dir.Origin(p.Addr)
-			st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Weight: p.Weight, ProviderOrigin: o})
-			switch {
-			case o.Source == "" || st.Discovery == o.Source:
-			case st.Discovery == "":
-				st.Discovery = o.Source
-			default:
-				st.Discovery = SourceBoth
-			}
-		}
-		out = append(out, st)
+	type keyed struct {
+		key string
+		e   *dirEntry
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
-	return out
+	var sel []keyed
+	for _, e := range s.dirs {
+		k := e.dir.key.String()
+		if f.Service != "" && k != f.Service || !strings.HasPrefix(k, f.Prefix) {
+			continue
+		}
+		matched++
+		if f.After == "" || k > f.After {
+			sel = append(sel, keyed{k, e})
+		}
+	}
+	slices.SortFunc(sel, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	if f.Limit > 0 && len(sel) > f.Limit {
+		sel = sel[:f.Limit]
+	}
+	page = make([]DirectoryStatus, 0, len(sel))
+	for _, k := range sel {
+		page = append(page, describe(k.key, k.e))
+	}
+	return page, matched
+}
+
+// describe is the status of one directory.
+func describe(key string, e *dirEntry) DirectoryStatus {
+	st := DirectoryStatus{Service: key, State: e.dir.State(), Refs: e.refs,
+		Updated: e.dir.Updated(), Providers: []ProviderStatus{}}
+	for _, p := range e.dir.Providers() {
+		o := e.dir.Origin(p.Addr)
+		st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Weight: p.Weight, ProviderOrigin: o})
+		switch {
+		case o.Source == "" || st.Discovery == o.Source:
+		case st.Discovery == "":
+			st.Discovery = o.Source
+		default:
+			st.Discovery = SourceBoth
+		}
+	}
+	return st
 }

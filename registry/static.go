@@ -72,3 +72,8 @@ func (s *Static) Close() error {
 	s.dirs.Close()
 	return nil
 }
+
+// SelectDirectories lists the directories f selects (DirectorySelector).
+func (s *Static) SelectDirectories(f DirectoryFilter) ([]DirectoryStatus, int) {
+	return s.dirs.Select(f)
+}

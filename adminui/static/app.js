@@ -270,7 +270,7 @@ function showRoutes({ routes }) {
   }
 }
 
-function showServices({ registries, services }) {
+function showServices({ registries, services, total }) {
   $('registries').replaceChildren(...registries.map((r) => {
     const span = document.createElement('div');
     span.textContent = `${r.name}: ${r.type} ${r.state}${r.degraded ? ' (degraded)' : ''}${r.error ? ` — ${r.error}` : ''}`;
@@ -289,6 +289,9 @@ function showServices({ registries, services }) {
       .filter(Boolean).join(', ');
     row(tbody, [s.registry, s.service, s.state, [s.providers.length, 'num'], found, health]);
   }
+  // A large registry is listed a page at a time (/admin/services?prefix=&limit=&after=).
+  $('services-more').textContent = total > services.length
+    ? `the first ${services.length} of ${total} services; /admin/services?prefix=… lists others` : '';
 }
 
 function showLimits({ global, routes }) {

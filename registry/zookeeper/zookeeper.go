@@ -331,6 +331,11 @@ func (z *Registry) Subscribe(key registry.ServiceKey) *registry.Directory {
 // Directories reports the live directories.
 func (z *Registry) Directories() []registry.DirectoryStatus { return z.dirs.Status() }
 
+// SelectDirectories lists the directories f selects (registry.DirectorySelector).
+func (z *Registry) SelectDirectories(f registry.DirectoryFilter) ([]registry.DirectoryStatus, int) {
+	return z.dirs.Select(f)
+}
+
 // Status reports the connection and the counts of subscriptions, watches
 // (live and orphan), session recycles and consumer registrations.
 func (z *Registry) Status() registry.Status {
