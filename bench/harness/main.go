@@ -46,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runProvider(args[1:], stdout, stderr)
 		case "load":
 			return runLoad(args[1:], stdout, stderr)
+		case "registry":
+			return runRegistry(args[1:], stdout, stderr)
 		}
 	}
 	return runBench(args, stdout, stderr)
