@@ -34,6 +34,7 @@ var quiet = slog.New(slog.DiscardHandler)
 
 // fixture is one test's provider, client, registry and route handlers.
 type fixture struct {
+	t        *testing.T
 	srv      *provider.Server
 	handlers map[string]*dubboroute.Handler
 }
@@ -98,7 +99,7 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &fixture{srv: srv, handlers: map[string]*dubboroute.Handler{}}
+	d := &fixture{t: t, srv: srv, handlers: map[string]*dubboroute.Handler{}}
 	for _, rc := range cfg.Routes {
 		// No Log: a nil logger discards (the refusals these tests cause
 		// are logged through it).
@@ -198,9 +199,17 @@ func path(kv ...string) []exchange.PathParam {
 }
 
 // calls is what the provider was asked to run, answered or refused.
+// calls counts the calls that reached the provider, once none is running:
+// the provider counts a call answered before it releases the call's slot,
+// so counting those running too would count the last answered call twice
+// while its slot is released (a chance failure: "6 calls, then 5").
 func (d *fixture) calls() uint64 {
-	s := d.srv.Stats()
-	return s.Requests + s.Rejected + uint64(s.InFlight)
+	var s provider.Stats
+	testenv.WaitFor(d.t, 5*time.Second, "the provider's calls to end", func() bool {
+		s = d.srv.Stats()
+		return s.InFlight == 0
+	})
+	return s.Requests + s.Rejected
 }
 
 const methodRoutes = `
