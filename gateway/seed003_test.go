@@ -206,8 +206,10 @@ routes:
 		return uint64(testenv.MetricValue(t, tg.registry, "dubbogw_redis_errors_total", map[string]string{"kind": "late"}))
 	}
 	// A healthy round is judged only when the machine let the gateway
-	// answer the requests that need no Redis within the lookup deadline
-	// (the open route's p99 at most 50 ms). Beyond, another process holds
+	// answer every request that needs no Redis within the lookup deadline
+	// (the open route's slowest at most 50 ms: a p99 gate let a round with
+	// a 50 ms stall through, and the lookups under way during the stall
+	// missed their deadline by the machine's doing). Beyond, another process holds
 	// the CPU: Redis and the proxy in front of it are starved as much as
 	// the gateway, lookups of fresh tokens miss 50 ms whoever is at fault,
 	// and their 503 (the configured policy) says nothing about a lockout.
@@ -221,9 +223,9 @@ routes:
 		h := run(name, unavailableCounted)
 		lateCallers := late() - lateBefore
 		n, total := uint64(healthyUnavailable.Load()), h.auth.OK
-		switch open := h.open.Latency.Quantile(0.99); {
+		switch open := h.open.Latency.Max(); {
 		case open > 50*time.Millisecond:
-			t.Logf("%s: not judged: the open route's p99 is %v, over the 50ms lookup deadline (%d of %d tokens got 503, %d late callers)",
+			t.Logf("%s: not judged: the open route took up to %v, over the 50ms lookup deadline: the machine stalled (%d of %d tokens got 503, %d late callers)",
 				name, open, n, total, lateCallers)
 		case n > total/500+lateCallers:
 			judged++
@@ -257,7 +259,7 @@ routes:
 		healthyRound(fmt.Sprintf("extra healthy round %d", extra))
 	}
 	if judged == 0 {
-		t.Errorf("no healthy round could be judged: in each, requests without Redis took over 50 ms at p99 (the machine is loaded beyond what this test measures)")
+		t.Errorf("no healthy round could be judged: in each, a request without Redis took over 50 ms (the machine is loaded beyond what this test measures)")
 	}
 
 	p99 := func(r *loadgen.Result) time.Duration { return r.Latency.Quantile(0.99) }
