@@ -229,6 +229,8 @@ func TestParseRefusesMistakes(t *testing.T) {
 		{"a key of another registry type", base + "registries: {zk: {type: zookeeper, address: \"127.0.0.1:2181\", providers: {a.B: [x]}}}\n",
 			[]want{{"registries.zk.providers", "providers is a setting of static registries, not of zookeeper ones", 14}}},
 		{"empty registry type is static", base + "registries: {local: {type: \"\", providers: {a.B: [\"127.0.0.1:1\"]}}}\n", nil},
+		{"registry type not a string", base + "registries: {r: {type: [x], providers: {a.B: [\"127.0.0.1:1\"]}}}\n",
+			[]want{{"registries.r.type", "want a string, got a list", 14}}},
 		{"unknown registry type", base + "registries: {e: {type: etcd, address: x}}\n",
 			[]want{{"registries.e.type", `unknown registry type "etcd" (known: static, zookeeper)`, 14}}},
 		{"undefined upstream", upstreamsOnly + "routes:\n  - {name: r, match: {prefix: /}, upstream: userz}\n",

@@ -70,33 +70,34 @@ func (d *decoder) decodeRegistry(n *yaml.Node, v reflect.Value, path string, lin
 		d.problems.add(path, line, "want a mapping, got %s", describe(n))
 		return
 	}
-	pairs := d.pairs(n, path)
+	// type chooses the settings the other keys decode into: it is read
+	// first, and once.
+	var rest []keyValue
 	r := v.Addr().Interface().(*Registry)
-	r.Type = DefaultRegistryType
-	known := true
-	for _, kv := range pairs {
+	for _, kv := range d.pairs(n, path) {
 		if kv.key.Value != "type" {
+			rest = append(rest, kv)
 			continue
 		}
 		p := keyPath(path, "type")
 		d.lines[p] = kv.key.Line
 		d.decode(kv.value, v.FieldByName("Type"), p)
-		if r.Type == "" {
-			r.Type = DefaultRegistryType // type: "" or ~ is the default, as an absent one
-		}
-		if _, ok := registryTypes.make(r.Type); !ok {
-			d.problems.add(p, kv.key.Line, "unknown registry type %q (known: %s)", r.Type, strings.Join(RegistryTypes(), ", "))
-			known = false
-		}
+	}
+	given := r.Type
+	if r.Type == "" {
+		r.Type = DefaultRegistryType // type: "" or ~ is the default, as an absent one
 	}
 	var spec reflect.Value
-	if s, ok := registryTypes.make(r.Type); ok && known {
+	if s, ok := registryTypes.make(r.Type); ok {
 		r.Spec = s
 		spec = reflect.ValueOf(s).Elem()
+	} else if given != "" {
+		p := keyPath(path, "type")
+		d.problems.add(p, d.lines[p], "unknown registry type %q (known: %s)", r.Type, strings.Join(RegistryTypes(), ", "))
 	}
-	d.decodeParts(pairs, path, v, spec, func(key string) string {
-		if !known {
-			return ""
+	d.decodeParts(rest, path, v, spec, func(key string) string {
+		if r.Spec == nil {
+			return "" // an unknown type: that problem is reported
 		}
 		for _, t := range RegistryTypes() {
 			if s, _ := registryTypes.make(t); hasYAMLField(reflect.TypeOf(s).Elem(), key) {

@@ -44,28 +44,24 @@ var routeKinds = newKinds[RouteSpec]("route kind")
 // timeout...) into newSpec(), a pointer to a struct one of whose fields is
 // key. Called from the kind's package's init.
 func RegisterRouteKind(key string, newSpec func() RouteSpec) {
-	t := reflect.TypeOf(newSpec())
-	if t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct && !hasYAMLField(t.Elem(), key) {
+	routeKinds.register(key, newSpec, false) // panics unless a pointer to a struct
+	t := reflect.TypeOf(newSpec()).Elem()
+	if !hasYAMLField(t, key) {
 		panic("config: route kind " + key + ": its settings have no field " + key)
 	}
 	for _, f := range yamlFields(routeType) {
-		if t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct && hasYAMLField(t.Elem(), f.name) {
+		if hasYAMLField(t, f.name) {
 			panic("config: route kind " + key + ": its field " + f.name + " is a generic route key")
 		}
 	}
-	routeKinds.register(key, newSpec, false)
 }
 
 // RouteKinds lists the keys of the registered route kinds, sorted.
 func RouteKinds() []string { return routeKinds.names() }
 
 func hasYAMLField(t reflect.Type, name string) bool {
-	for _, f := range yamlFields(t) {
-		if f.name == name {
-			return true
-		}
-	}
-	return false
+	_, ok := fieldNamed(yamlFields(t), name)
+	return ok
 }
 
 var routeType = reflect.TypeFor[Route]()
