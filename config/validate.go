@@ -203,21 +203,26 @@ func validateRegistries(ps *problems, regs map[string]*Registry) {
 	}
 }
 
-// RegistryNamed returns the registry name of c and whether it is
-// defined, for a route kind's rules; the error names those defined.
+// RegistryNamed returns the registry of c called name, for a route kind's
+// rules; the error says it is missing and names those defined.
 func RegistryNamed(c *Config, name string) (*Registry, error) {
 	reg, ok := c.Registries[name]
 	switch {
 	case name == "":
 		return nil, errors.New("required: name an entry of registries")
 	case !ok:
-		defined := "no registries are defined"
-		if len(c.Registries) > 0 {
-			defined = "defined: " + strings.Join(slices.Sorted(maps.Keys(c.Registries)), ", ")
-		}
-		return nil, fmt.Errorf("registry %q is not defined; %s", name, defined)
+		return nil, NotDefined("registry", name, slices.Collect(maps.Keys(c.Registries)))
 	}
 	return reg, nil
+}
+
+// NotDefined is the error of a reference to an entry of a named section
+// that has none called name: `upstream "x" is not defined; defined: a, b`.
+func NotDefined(what, name string, defined []string) error {
+	if len(defined) == 0 {
+		return fmt.Errorf("%s %q is not defined; no %ss are defined", what, name, what)
+	}
+	return fmt.Errorf("%s %q is not defined; defined: %s", what, name, strings.Join(slices.Sorted(slices.Values(defined)), ", "))
 }
 
 // validateMatch checks a route's match and returns the names of the

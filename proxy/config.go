@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dubbogw/dubbogw/config"
+	"golang.org/x/net/http/httpguts"
 )
 
 // The proxy's configuration: the top-level upstreams: section, each entry
@@ -179,10 +179,8 @@ func (c *Config) Validate(at config.At) {
 			tat.Field("weight").Errorf("must be 1..10000, got %d", t.Weight)
 		}
 	}
-	switch c.Policy {
-	case PolicyRoundRobin, PolicyWeightedRandom, PolicyLeastRequest:
-	default:
-		at.Field("policy").Errorf("%q is not a policy: want round_robin, weighted_random or least_request", c.Policy)
+	if _, err := newPolicy(c.Policy, nil); err != nil {
+		at.Field("policy").Err(err)
 	}
 	switch c.Transport {
 	case "", TransportStandard, TransportDirect:
@@ -294,7 +292,7 @@ func (us *Upstreams) Validate(at config.At, _ *config.Config) {
 func (us *Upstreams) Warn(at config.At, c *config.Config) {
 	used := make(map[string]bool)
 	for _, r := range c.Routes {
-		if rt, ok := routeOf(r); ok {
+		if rt, ok := RouteOf(r); ok {
 			used[rt.Upstream] = true
 		}
 	}
@@ -327,9 +325,7 @@ type Route struct {
 }
 
 // RouteOf returns the settings of r when it is an HTTP upstream route.
-func RouteOf(r *config.Route) (*Route, bool) { return routeOf(r) }
-
-func routeOf(r *config.Route) (*Route, bool) {
+func RouteOf(r *config.Route) (*Route, bool) {
 	if r == nil {
 		return nil, false
 	}
@@ -355,17 +351,13 @@ func (rt *Route) Validate(at config.At, ctx config.RouteContext) {
 	case rt.Upstream == "":
 		at.Field(RouteKey).Errorf("required: name an entry of upstreams")
 	case !ok:
-		defined := "no upstreams are defined"
-		if len(us) > 0 {
-			defined = "defined: " + strings.Join(slices.Sorted(maps.Keys(us)), ", ")
-		}
-		at.Field(RouteKey).Errorf("upstream %q is not defined; %s", rt.Upstream, defined)
+		at.Field(RouteKey).Err(config.NotDefined("upstream", rt.Upstream, slices.Collect(maps.Keys(us))))
 	}
 	for i, p := range rt.Upgrades {
-		if !upgradeProtocol.MatchString(p) {
+		// A protocol is a token with an optional "/version" (RFC 9110 7.8).
+		name, version, versioned := strings.Cut(p, "/")
+		if !httpguts.ValidHeaderFieldName(name) || versioned && !httpguts.ValidHeaderFieldName(version) {
 			at.Field("upgrades").Index(i).Errorf("%q is not a protocol name such as websocket", p)
 		}
 	}
 }
-
-var upgradeProtocol = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+(/[A-Za-z0-9!#$%&'*+.^_`|~-]+)?$")

@@ -21,7 +21,7 @@ func newPolicy(name string, intN func(n int) int) (policy, error) {
 	case "least_request":
 		return &leastRequest{intN: intN}, nil
 	default:
-		return nil, fmt.Errorf("policy: %q is not round_robin, weighted_random or least_request", name)
+		return nil, fmt.Errorf("%q is not a policy: want round_robin, weighted_random or least_request", name)
 	}
 }
 
