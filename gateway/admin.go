@@ -264,7 +264,7 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 		}
 		left := q.limit - len(services)
 		f.Limit = left + 1 // one more: is there a next page?
-		page, matched := selectDirectories(reg, f)
+		page, matched := reg.SelectDirectories(f)
 		total += matched
 		if left <= 0 {
 			continue // counted, not listed
@@ -335,25 +335,6 @@ func parseServicesQuery(r *http.Request) (servicesQuery, error) {
 		q.afterRegistry, q.filter.After = reg, svc
 	}
 	return q, nil
-}
-
-// selectDirectories lists reg's directories f selects.
-func selectDirectories(reg registry.Registry, f registry.DirectoryFilter) ([]registry.DirectoryStatus, int) {
-	if s, ok := reg.(registry.DirectorySelector); ok {
-		return s.SelectDirectories(f)
-	}
-	var page []registry.DirectoryStatus
-	matched := 0
-	for _, d := range reg.Directories() { // sorted by service key
-		if f.Service != "" && d.Service != f.Service || !strings.HasPrefix(d.Service, f.Prefix) {
-			continue
-		}
-		matched++
-		if (f.After == "" || d.Service > f.After) && (f.Limit == 0 || len(page) < f.Limit) {
-			page = append(page, d)
-		}
-	}
-	return page, matched
 }
 
 // adminBreakers lists the circuit breakers of every Dubbo route (the

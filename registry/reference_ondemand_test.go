@@ -157,8 +157,11 @@ type graceRegistry struct{ dirs *Directories }
 
 func (g *graceRegistry) Subscribe(key ServiceKey) *Directory { return g.dirs.Acquire(key) }
 func (g *graceRegistry) Directories() []DirectoryStatus      { return g.dirs.Status() }
-func (g *graceRegistry) Status() Status                      { return Status{} }
-func (g *graceRegistry) Close() error                        { g.dirs.Close(); return nil }
+func (g *graceRegistry) SelectDirectories(f DirectoryFilter) ([]DirectoryStatus, int) {
+	return g.dirs.Select(f)
+}
+func (g *graceRegistry) Status() Status { return Status{} }
+func (g *graceRegistry) Close() error   { g.dirs.Close(); return nil }
 
 // TestReferencesOnDemandFailsOpen: while the catalog cannot tell, OnDemand
 // waits for it (bounded by ctx) and then subscribes as Get does; a

@@ -40,6 +40,9 @@ type Registry interface {
 	Subscribe(key ServiceKey) *Directory
 	// Directories reports the live directories, for the admin API and metrics.
 	Directories() []DirectoryStatus
+	// SelectDirectories reports the directories f selects, and how many
+	// match it in all: a page of a large registry, at the cost of a page.
+	SelectDirectories(f DirectoryFilter) (page []DirectoryStatus, matched int)
 	// Status reports the registry's connection and counts.
 	Status() Status
 	// Close releases everything the registry holds.
@@ -375,12 +378,6 @@ type DirectoryFilter struct {
 	After string
 	// Limit is the most statuses returned; 0: no limit.
 	Limit int
-}
-
-// DirectorySelector is a Registry that lists its directories by filter
-// (both registries here are).
-type DirectorySelector interface {
-	SelectDirectories(f DirectoryFilter) (page []DirectoryStatus, matched int)
 }
 
 // Select reports the directories f selects, sorted by service key: at most

@@ -73,7 +73,7 @@ func (s *Static) Close() error {
 	return nil
 }
 
-// SelectDirectories lists the directories f selects (DirectorySelector).
+// SelectDirectories lists the directories f selects.
 func (s *Static) SelectDirectories(f DirectoryFilter) ([]DirectoryStatus, int) {
 	return s.dirs.Select(f)
 }

@@ -331,7 +331,7 @@ func (z *Registry) Subscribe(key registry.ServiceKey) *registry.Directory {
 // Directories reports the live directories.
 func (z *Registry) Directories() []registry.DirectoryStatus { return z.dirs.Status() }
 
-// SelectDirectories lists the directories f selects (registry.DirectorySelector).
+// SelectDirectories lists the directories f selects.
 func (z *Registry) SelectDirectories(f registry.DirectoryFilter) ([]registry.DirectoryStatus, int) {
 	return z.dirs.Select(f)
 }
