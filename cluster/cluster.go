@@ -163,7 +163,7 @@ type Cluster struct {
 	openBreakers atomic.Int64        // provider breakers not closed (policies then check them)
 	closed       bool
 
-	errNoProvider, errRouteOpen error
+	errNoProvider, errRouteOpen, errServiceOpen error
 }
 
 // New returns the cluster of one route.
@@ -217,20 +217,21 @@ func New(opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster %s: service breaker: %w", opts.Route, err)
 	}
 	c := &Cluster{
-		route:         opts.Route,
-		policyName:    policyName,
-		policy:        policy,
-		stats:         stats,
-		attempts:      attempts,
-		idempotent:    opts.Idempotent,
-		classify:      opts.Classify,
-		breakerOpt:    breakerOpt,
-		now:           opts.Now,
-		log:           opts.Logger,
-		metrics:       opts.Metrics,
-		breakers:      make(map[string]*breaker),
-		errNoProvider: fmt.Errorf("route %s: %w", opts.Route, ErrNoProvider),
-		errRouteOpen:  fmt.Errorf("route %s: %w", opts.Route, ErrBreakerOpen),
+		route:          opts.Route,
+		policyName:     policyName,
+		policy:         policy,
+		stats:          stats,
+		attempts:       attempts,
+		idempotent:     opts.Idempotent,
+		classify:       opts.Classify,
+		breakerOpt:     breakerOpt,
+		now:            opts.Now,
+		log:            opts.Logger,
+		metrics:        opts.Metrics,
+		breakers:       make(map[string]*breaker),
+		errNoProvider:  fmt.Errorf("route %s: %w", opts.Route, ErrNoProvider),
+		errRouteOpen:   fmt.Errorf("route %s: %w", opts.Route, ErrBreakerOpen),
+		errServiceOpen: fmt.Errorf("route %s: the called service's %w", opts.Route, ErrBreakerOpen),
 	}
 	c.pool.New = func() any { return new(invocation) }
 	c.series = c.metrics.acquireRoute(c.route, policyName)
@@ -293,23 +294,24 @@ func (c *Cluster) Invoke(ctx context.Context, providers []*Provider, call *Call,
 			if c.routeBreak != nil {
 				c.routeBreak.release(rt)
 			}
-			return nil, fmt.Errorf("route %s, service %s: %w", c.route, call.Service, ErrBreakerOpen)
+			return nil, c.errServiceOpen // made once: a dead service's flood of calls allocates nothing here
 		}
 	}
 	v, o, err := c.invoke(ctx, providers, call, inv)
-	for _, b := range [2]struct {
-		b *breaker
-		t ticket
-	}{{c.routeBreak, rt}, {service, st}} {
-		switch {
-		case b.b == nil:
-		case o == outcomeNeutral:
-			b.b.release(b.t)
-		default:
-			b.b.record(b.t, o == outcomeFailure, c.now().UnixNano())
-		}
-	}
+	c.settle(c.routeBreak, rt, o)
+	c.settle(service, st, o)
 	return v, err
+}
+
+// settle gives b (nil: none) the outcome of the call its ticket t let through.
+func (c *Cluster) settle(b *breaker, t ticket, o outcome) {
+	switch {
+	case b == nil:
+	case o == outcomeNeutral:
+		b.release(t)
+	default:
+		b.record(t, o == outcomeFailure, c.now().UnixNano())
+	}
 }
 
 // invocation is the per-call state of Invoke, pooled.

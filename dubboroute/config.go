@@ -338,11 +338,7 @@ func (rt *Route) Defaults(ctx config.RouteContext) {
 		dr.HashArguments = []int{0}
 	}
 	config.SetDefault(&dr.ExceptionStatus, DefaultExceptionStatus)
-	maxBody := r.MaxBodyBytes
-	if maxBody == 0 {
-		maxBody = c.Server.MaxBodyBytes
-	}
-	config.SetDefault(&dr.MaxBodyBytesInFlight, max(DefaultDubboBodyBudget, maxBody))
+	config.SetDefault(&dr.MaxBodyBytesInFlight, max(DefaultDubboBodyBudget, r.MaxBodyBytes)) // server.max_body_bytes by now
 	b := &dr.Breaker
 	config.SetDefaultPtr(&b.Enabled, true)
 	config.SetDefault(&b.MaxFailures, DefaultBreakerMaxFailures)
