@@ -70,15 +70,25 @@ func writeRegistry(o registryOptions) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("connect to %s: %w", o.zk, err)
 	}
+	// The whole run is bounded: past o.timeout the connection closes and
+	// the request under way fails.
+	expired := time.AfterFunc(o.timeout, conn.Close)
+	defer expired.Stop()
 	defer conn.Close()
-	deadline := time.After(o.timeout)
-	for connected := false; !connected; {
-		select {
-		case ev := <-events:
-			connected = ev.State == zk.StateHasSession
-		case <-deadline:
-			return 0, fmt.Errorf("no session with %s within %s", o.zk, o.timeout)
+	connected := make(chan struct{})
+	go func() { // reads every event, so none waits in a full channel, until Close closes it
+		once := false
+		for ev := range events {
+			if ev.State == zk.StateHasSession && !once {
+				close(connected)
+				once = true
+			}
 		}
+	}()
+	select {
+	case <-connected:
+	case <-time.After(o.timeout):
+		return 0, fmt.Errorf("no session with %s within %s", o.zk, o.timeout)
 	}
 	root := "/" + strings.Trim(o.root, "/")
 	var ops []any
