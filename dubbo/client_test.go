@@ -840,7 +840,8 @@ func TestWriteQueueFull(t *testing.T) {
 	c := newClient(t, Options{MaxPending: 2})
 	p := newPool(c, "pipe:0")
 	clientSide, providerSide := net.Pipe() // nobody reads providerSide: writes block
-	cn := newConn(p, clientSide)
+	writing := make(chan int, 1)
+	cn := newConn(p, writeSignal{clientSide, writing})
 	served := make(chan error, 1)
 	go func() { served <- cn.serve() }()
 	frame := func() *buffer { return &buffer{b: []byte("a frame")} }
@@ -849,7 +850,11 @@ func TestWriteQueueFull(t *testing.T) {
 	if err := cn.send(1, a, frame()); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 5*time.Second, "the writer takes the first frame and blocks", func() bool { return len(cn.queue) == 0 })
+	// Only once the writer is inside the socket write does the queue stay
+	// as filled: before that it would batch the next frames with the first.
+	if n := waitN(t, writing, 1)[0]; n != len("a frame") {
+		t.Fatalf("the writer wrote %d bytes, want the first frame alone", n)
+	}
 	for id := uint64(2); id <= 3; id++ { // queued, then given up
 		if err := cn.send(id, c.getCall(), frame()); err != nil {
 			t.Fatal(err)
@@ -874,6 +879,20 @@ func TestWriteQueueFull(t *testing.T) {
 	wantErr(t, waitN(t, served, 1)[0], ErrConnectionLost)
 	waitN(t, a.done, 1)
 	wantErr(t, a.err, ErrConnectionLost)
+}
+
+// writeSignal is a net.Conn that reports each write's size before making it.
+type writeSignal struct {
+	net.Conn
+	writing chan<- int
+}
+
+func (w writeSignal) Write(b []byte) (int, error) {
+	select {
+	case w.writing <- len(b):
+	default:
+	}
+	return w.Conn.Write(b)
 }
 
 // TestRedial: a provider restarted on the same address after the client's
