@@ -50,9 +50,12 @@ func TestSeedIncident003(t *testing.T) {
 	redisAddr := testenv.RedisAddr(t)
 	proxy := testenv.StartProxy(t, redisAddr)
 	prefix := fmt.Sprintf("seed003:%d:", time.Now().UnixNano())
-	const rate, phase, rounds = 1000, 5 * time.Second, 4
+	const rate, phase, rounds, extraRounds = 1000, 5 * time.Second, 4, 4
 	tokens := rate * int(phase/time.Second) * 11 / 10 // per phase, with margin
-	seedTokens(t, redisAddr, prefix, 2*rounds*tokens+1000)
+	// Every phase takes fresh tokens: a healthy and a slow one per round,
+	// the extra healthy rounds run when none could be judged, and the
+	// warm-up and recovery checks (1,000).
+	seedTokens(t, redisAddr, prefix, (2*rounds+extraRounds)*tokens+1000)
 
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Seen-User", r.Header.Get("X-User-Id"))
@@ -255,7 +258,7 @@ routes:
 		}
 	}
 
-	for extra := 0; judged == 0 && extra < 4; extra++ {
+	for extra := 0; judged == 0 && extra < extraRounds; extra++ {
 		healthyRound(fmt.Sprintf("extra healthy round %d", extra))
 	}
 	if judged == 0 {
