@@ -196,7 +196,7 @@ func (ap *apps) setInstances(a *appState, children []string) {
 		case !in.watch.armed && !in.watch.busy && !in.watch.need:
 			// Read while it was gone (no watch is set then), and back:
 			// a restart on the same address.
-			in.watch.need = true
+			ap.watches.markNeed(in.watch)
 			ap.z.poke()
 		}
 	}

@@ -55,9 +55,9 @@ func (cs *consumers) unregister(key registry.ServiceKey) {
 	}
 }
 
-// sync creates the nodes wanted, once their interface's providers node
-// exists (hasProviders), and deletes those no longer wanted, as the round
-// paces them. It stops at a problem of the connection.
+// sync starts creating the nodes wanted, once their interface's
+// providers node exists (hasProviders), and deleting those no longer
+// wanted, as the round paces them, as many at once as the client takes.
 func (cs *consumers) sync(r *round, hasProviders func(iface string) bool) {
 	for key, c := range cs.byKey {
 		if c.busy {
@@ -67,29 +67,27 @@ func (cs *consumers) sync(r *round, hasProviders func(iface string) bool) {
 			r.later(c.retry)
 			continue
 		}
-		var err error
 		switch {
 		case c.want && !c.registered:
 			if !hasProviders(key.Interface) {
 				continue // the providers node's watch wakes the worker when it appears
 			}
-			err = cs.createNode(c)
-		case !c.want && c.registered:
-			err = cs.deleteNode(c)
-		case !c.want:
-			delete(cs.byKey, key)
-		}
-		if err != nil {
-			c.retry = r.fail(err)
-			if isConnectionError(err) {
+			if !cs.startCreate(c) {
 				return
 			}
+		case !c.want && c.registered:
+			if !cs.startDelete(c) {
+				return
+			}
+		case !c.want:
+			delete(cs.byKey, key)
 		}
 	}
 }
 
-// createNode registers the gateway as a consumer of c.key.
-func (cs *consumers) createNode(c *consumerNode) error {
+// startCreate starts registering the gateway as a consumer of c.key; false
+// means the client is full.
+func (cs *consumers) startCreate(c *consumerNode) bool {
 	if c.path == "" {
 		host := cs.z.opts.ConsumerHost
 		if host == "" {
@@ -101,47 +99,46 @@ func (cs *consumers) createNode(c *consumerNode) error {
 		c.path = cs.z.root + "/" + c.key.Interface + "/consumers/" + url.QueryEscape(u)
 	}
 	conn, path := cs.session.client.conn, c.path
+	if !cs.session.start(c, func() opResult { return opResult{err: createEphemeral(conn, path)} }) {
+		return false
+	}
 	c.busy, c.creating = true, true
-	r, ok := cs.session.call(c, nil, 0, nil, func() opResult { return opResult{err: createEphemeral(conn, path)} })
-	if !ok {
-		return fmt.Errorf("registering consumer %s: %w", c.key, errGaveUp)
-	}
-	c.busy = false
-	if r.err != nil {
-		return fmt.Errorf("registering consumer %s: %w", c.key, r.err)
-	}
-	c.registered = true
-	return nil
+	return true
 }
 
-// deleteNode removes the gateway's consumer node of c.key.
-func (cs *consumers) deleteNode(c *consumerNode) error {
+// startDelete starts removing the gateway's consumer node of c.key; false
+// means the client is full.
+func (cs *consumers) startDelete(c *consumerNode) bool {
 	conn, path := cs.session.client.conn, c.path
-	c.busy, c.creating = true, false
-	r, ok := cs.session.call(c, nil, 0, nil, func() opResult {
+	if !cs.session.start(c, func() opResult {
 		err := conn.Delete(path, -1)
 		if errors.Is(err, zk.ErrNoNode) {
 			err = nil
 		}
 		return opResult{err: err}
-	})
-	if !ok {
-		return fmt.Errorf("unregistering consumer %s: %w", c.key, errGaveUp)
+	}) {
+		return false
 	}
-	c.busy = false
-	if r.err != nil {
-		return fmt.Errorf("unregistering consumer %s: %w", c.key, r.err)
-	}
-	c.registered = false
-	return nil
+	c.busy, c.creating = true, false
+	return true
 }
 
-// onLate takes the late result of creating or deleting c's node.
-func (cs *consumers) onLate(c *consumerNode, r opResult) {
+// finish takes the result of creating or deleting c's node; current says
+// it was made on the session in use (a node created on an expired one went
+// with it). It returns the error to retry after.
+func (cs *consumers) finish(c *consumerNode, current bool, r opResult) error {
 	c.busy = false
-	if r.err == nil {
-		c.registered = c.creating
+	switch {
+	case !current:
+		c.registered = false // registered again on the session in use, if wanted
+		return nil
+	case r.err != nil && c.creating:
+		return fmt.Errorf("registering consumer %s: %w", c.key, r.err)
+	case r.err != nil:
+		return fmt.Errorf("unregistering consumer %s: %w", c.key, r.err)
 	}
+	c.registered = c.creating
+	return nil
 }
 
 // sessionExpired forgets the nodes of the expired session: ZooKeeper
@@ -152,17 +149,6 @@ func (cs *consumers) sessionExpired() {
 			c.registered = false
 		}
 	}
-}
-
-// busy reports whether an operation the worker gave up waiting for is
-// still in the client.
-func (cs *consumers) busy() bool {
-	for _, c := range cs.byKey {
-		if c.busy {
-			return true
-		}
-	}
-	return false
 }
 
 // registered counts the nodes registered.
@@ -177,32 +163,47 @@ func (cs *consumers) registered() int {
 }
 
 // moveTo creates the registered nodes still wanted on conn, the client a
-// recycle readies, and reports those it moved. A problem of that
-// connection fails the whole (the nodes moved already are then registered
-// again on the session in use); a node that cannot be moved for another
-// reason is left to be registered again after the switch.
+// recycle readies, many at once, and reports those it moved. A problem of
+// that connection fails the whole (the nodes moved already are then
+// registered again on the session in use); a node that cannot be moved for
+// another reason is left to be registered again after the switch.
 func (cs *consumers) moveTo(conn *zk.Conn) (map[*consumerNode]bool, error) {
-	moved := make(map[*consumerNode]bool, len(cs.byKey))
+	var nodes []*consumerNode
 	for _, c := range cs.byKey {
-		if !c.want || !c.registered {
-			continue // not registered, or its node goes with the old session
+		if c.want && c.registered {
+			nodes = append(nodes, c) // others: not registered, or their node goes with the old session
 		}
-		path := c.path
-		r, ok := cs.session.call(recycleOp{}, nil, 0, nil, func() opResult { return opResult{err: createEphemeral(conn, path)} })
-		err := recycleErr(r, ok)
-		if isConnectionError(err) {
-			for m := range moved {
-				m.registered = false // moved to the session given up: registered again on the old one
-			}
-			return nil, fmt.Errorf("registering consumer %s: %w", c.key, err)
+	}
+	results, err := cs.session.callAll(len(nodes), func(i int) opResult {
+		return opResult{err: createEphemeral(conn, nodes[i].path)}
+	})
+	if err != nil {
+		unmove(nodes)
+		return nil, fmt.Errorf("registering the consumers: %w", err)
+	}
+	moved := make(map[*consumerNode]bool, len(nodes))
+	for i, r := range results {
+		c := nodes[i]
+		if isConnectionError(r.err) {
+			unmove(nodes)
+			return nil, fmt.Errorf("registering consumer %s: %w", c.key, r.err)
 		}
-		if err != nil {
-			cs.z.log.Warn("cannot move a consumer node to the new session: registering it again", "consumer", c.key, "err", err)
+		if r.err != nil {
+			cs.z.log.Warn("cannot move a consumer node to the new session: registering it again", "consumer", c.key, "err", r.err)
 			continue
 		}
 		moved[c] = true
 	}
 	return moved, nil
+}
+
+// unmove follows a move given up: any of nodes may have moved to the
+// session given up (createEphemeral takes a node over), so each is
+// registered again on the session in use.
+func unmove(nodes []*consumerNode) {
+	for _, c := range nodes {
+		c.registered = false
+	}
 }
 
 // keepMoved follows the switch to the new session: the nodes not moved

@@ -270,7 +270,8 @@ func startRegistry(t *testing.T, opts Options) *testRegistry {
 	return startRegistryWith(t, opts, zkHooks{})
 }
 
-// startRegistryWith is startRegistry with extra's recycle and dial hooks.
+// startRegistryWith is startRegistry with extra's recycle, dial and
+// started hooks.
 func startRegistryWith(t *testing.T, opts Options, extra zkHooks) *testRegistry {
 	t.Helper()
 	r := &testRegistry{steps: make(chan struct{}, 1), arms: make(map[string]int), fires: make(map[string]int)}
@@ -306,6 +307,7 @@ func startRegistryWith(t *testing.T, opts Options, extra zkHooks) *testRegistry 
 		},
 		recycle: extra.recycle,
 		dial:    extra.dial,
+		started: extra.started,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -47,11 +47,11 @@ func (w *worker) collectOrphans() {
 	}
 }
 
-// pending reports whether an operation the worker gave up waiting for is
-// still in the client in use, or its credentials are not added yet: a
-// recycle waits until the client is quiet.
+// pending reports whether an operation is still in the client in use, or
+// its credentials are not added yet: a recycle waits until the client is
+// quiet.
 func (w *worker) pending() bool {
-	return !w.session.authed || w.session.authBusy || w.watches.busy() || w.consumers.busy()
+	return !w.session.authed || w.session.authBusy || len(w.session.inFlight) > 0
 }
 
 // recycle moves to the client the session readied, whose session is up:
@@ -83,7 +83,8 @@ func (w *worker) recycle() {
 	}
 	w.recycleHook(recycleMoved, orphans)
 
-	// Switch. The old client's watch events, still to come, carry old tokens.
+	// Switch. The old client's watch events, still to come, are not taken:
+	// events are taken from the client in use only.
 	old := w.session.switchToNext()
 	w.watches.switchTo(readings, w.take)
 	// The step publishes, after the status, only the directories whose

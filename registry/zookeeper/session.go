@@ -18,6 +18,10 @@ type zkClient struct {
 
 	mu      sync.Mutex
 	session sessionEvents
+	// fired are the paths whose watches fired since the worker last took
+	// them (takeFired). A set: however many events a path gets, it is read
+	// once; bounded by the watches set on the client.
+	fired map[string]struct{}
 }
 
 // sessionEvents is what a client's session events said last.
@@ -28,17 +32,38 @@ type sessionEvents struct {
 
 // onEvent receives every event of the client, on its receiving goroutine:
 // it must not block. Unlike the client's event channel, which drops events
-// when full, the callback sees every session change.
+// when full, the callback sees every session change and every watch that
+// fires: that is how watch events reach the worker, with no goroutine
+// waiting on each watch's own channel (go-zookeeper's per-watch channels
+// hold one event each and are left unread).
 func (c *zkClient) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
+	switch ev.Type {
+	case zk.EventSession:
+		c.mu.Lock()
+		c.session.state = ev.State
+		if ev.State == zk.StateHasSession {
+			c.session.established++
+		}
+		c.mu.Unlock()
+	case zk.EventNodeCreated, zk.EventNodeDeleted, zk.EventNodeDataChanged, zk.EventNodeChildrenChanged:
+		c.mu.Lock()
+		if c.fired == nil {
+			c.fired = make(map[string]struct{})
+		}
+		c.fired[ev.Path] = struct{}{}
+		c.mu.Unlock()
 	}
+	// EventNotWatching (the client dropped its watches: the session
+	// expired, or it is closing) is followed by the session's own events.
+}
+
+// takeFired returns the paths whose watches fired since the last call.
+func (c *zkClient) takeFired() map[string]struct{} {
 	c.mu.Lock()
-	c.session.state = ev.State
-	if ev.State == zk.StateHasSession {
-		c.session.established++
-	}
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	f := c.fired
+	c.fired = nil
+	return f
 }
 
 func (c *zkClient) sessionEvents() sessionEvents {
@@ -58,9 +83,18 @@ func (c *zkClient) sessionEvents() sessionEvents {
 type session struct {
 	z       *Registry
 	client  *zkClient       // the client in use
-	late    chan lateResult // results of operations the worker stopped waiting for
-	fired   chan firedWatch // watch events
-	helpers sync.WaitGroup  // goroutines running an operation, waiting for a watch's event, fetching metadata or closing a client
+	late    chan lateResult // results of waited-for operations the worker stopped waiting for
+	done    chan opDone     // results of started operations; capacity maxInFlight, so no helper blocks
+	helpers sync.WaitGroup  // goroutines running an operation, fetching metadata or closing a client
+
+	// inFlight are the operations started (start) whose results the
+	// worker has not taken yet: at most maxInFlight.
+	inFlight map[*startedOp]struct{}
+	// epoch counts the clients and sessions the watches and nodes were
+	// made on: it changes when the session in use expires and when a
+	// recycle switches clients, so the result of an operation started
+	// before is known to be of the old one.
+	epoch uint64
 
 	established   uint64 // sessionEvents.established last handled
 	id            int64  // the session of client, once it had one
@@ -86,7 +120,8 @@ func newSession(z *Registry, client *zkClient) *session {
 		z:           z,
 		client:      client,
 		late:        make(chan lateResult),
-		fired:       make(chan firedWatch),
+		done:        make(chan opDone, maxInFlight),
+		inFlight:    make(map[*startedOp]struct{}, maxInFlight),
 		gc:          gc,
 		lastRecycle: time.Now(),
 	}
@@ -94,16 +129,28 @@ func newSession(z *Registry, client *zkClient) *session {
 
 // lateResult is the result of an operation the worker stopped waiting for.
 type lateResult struct {
-	target any // *pathWatch, *consumerNode, authOp or recycleOp
-	token  uint64
+	target any // authOp or recycleOp
 	res    opResult
 }
 
-// firedWatch says that the watch armed for pathWatch as token fired: the
-// node changed, or the client dropped the watch (session expired).
-type firedWatch struct {
-	watch *pathWatch
-	token uint64
+// maxInFlight bounds the operations started (reads, consumer nodes) that
+// are in the client at once. go-zookeeper pipelines requests on its one
+// connection: reads are answered at the rate of the link and the server,
+// not one round trip each.
+const maxInFlight = 64
+
+// startedOp is an operation started with start.
+type startedOp struct {
+	target  any    // *pathWatch or *consumerNode
+	epoch   uint64 // session.epoch when it started
+	started time.Time
+	overdue bool // no answer within Timeout: counted as failed, still in the client
+}
+
+// opDone is the result of a started operation.
+type opDone struct {
+	op  *startedOp
+	res opResult
 }
 
 // authOp marks the late result of adding credentials.
@@ -183,7 +230,7 @@ func (s *session) authenticate() error {
 	}
 	conn, cred := s.client.conn, []byte(s.z.opts.Username+":"+s.z.opts.Password)
 	s.authBusy = true
-	r, ok := s.call(authOp{}, nil, 0, nil, func() opResult { return opResult{err: conn.AddAuth("digest", cred)} })
+	r, ok := s.call(authOp{}, func() opResult { return opResult{err: conn.AddAuth("digest", cred)} })
 	if !ok {
 		return fmt.Errorf("adding digest credentials: %w", errGaveUp)
 	}
@@ -202,11 +249,8 @@ func (s *session) onLateAuth(r opResult) {
 }
 
 // call runs op on a helper goroutine and waits at most Timeout for it.
-// When it gives up, the helper sends the result to s.late once op returns;
-// either way, a watch the operation set for pw (as token) is waited for by
-// the helper, until stop closes, and reported on s.fired. Without pw, a
-// watch the operation set is the caller's to forward.
-func (s *session) call(target any, pw *pathWatch, token uint64, stop chan struct{}, op func() opResult) (opResult, bool) {
+// When it gives up, the helper sends the result to s.late once op returns.
+func (s *session) call(target any, op func() opResult) (opResult, bool) {
 	select {
 	case <-s.z.quit:
 		return opResult{}, false // closing: start nothing more
@@ -217,13 +261,9 @@ func (s *session) call(target any, pw *pathWatch, token uint64, stop chan struct
 		r := op()
 		if !c.deliver(r) {
 			select {
-			case s.late <- lateResult{target: target, token: token, res: r}:
+			case s.late <- lateResult{target: target, res: r}:
 			case <-s.z.quit:
-				return
 			}
-		}
-		if r.watch != nil && pw != nil {
-			s.forward(pw, token, r.watch, stop)
 		}
 	})
 	timer := time.NewTimer(s.z.opts.Timeout)
@@ -237,23 +277,86 @@ func (s *session) call(target any, pw *pathWatch, token uint64, stop chan struct
 	return c.abandon()
 }
 
-// forward waits for a watch's one event and hands it to the worker, unless
-// stop closes first. An event received is handed over whatever stop says:
-// the channel holds only one, and a helper started anew on it would wait
-// in vain.
-func (s *session) forward(pw *pathWatch, token uint64, ch <-chan zk.Event, stop <-chan struct{}) {
+// start runs op on a helper goroutine without waiting for it: its result
+// comes on s.done for the worker to take (finish). It reports false,
+// starting nothing, when maxInFlight operations are in the client already
+// or the registry is closing.
+func (s *session) start(target any, op func() opResult) bool {
+	if len(s.inFlight) >= maxInFlight {
+		return false
+	}
 	select {
-	case _, ok := <-ch:
-		if !ok {
-			return
+	case <-s.z.quit:
+		return false
+	default:
+	}
+	o := &startedOp{target: target, epoch: s.epoch, started: time.Now()}
+	s.inFlight[o] = struct{}{}
+	if s.z.hooks.started != nil {
+		s.z.hooks.started(len(s.inFlight))
+	}
+	s.helpers.Go(func() {
+		s.done <- opDone{op: o, res: op()} // never blocks: room for every operation in flight
+	})
+	return true
+}
+
+// finish takes a started operation's result off the operations in flight
+// and reports whether it was made on the client and session in use.
+func (s *session) finish(d opDone) bool {
+	delete(s.inFlight, d.op)
+	return d.op.epoch == s.epoch
+}
+
+// overdue returns the operations in flight that have gone Timeout without
+// an answer, once each, and when the next one will.
+func (s *session) overdue(now time.Time) (late []*startedOp, next time.Time) {
+	for o := range s.inFlight {
+		if o.overdue {
+			continue
+		}
+		due := o.started.Add(s.z.opts.Timeout)
+		if now.Before(due) {
+			if next.IsZero() || due.Before(next) {
+				next = due
+			}
+			continue
+		}
+		o.overdue = true
+		late = append(late, o)
+	}
+	return late, next
+}
+
+// callAll runs op(0) … op(n-1), at most maxInFlight at a time, and waits
+// for all of them: it gives up when Timeout passes without any answering
+// (the results of those still in the client are then dropped).
+func (s *session) callAll(n int, op func(i int) opResult) ([]opResult, error) {
+	type indexed struct {
+		i int
+		r opResult
+	}
+	results := make(chan indexed, n) // room for every one: none blocks after a give-up
+	out := make([]opResult, n)
+	timer := time.NewTimer(s.z.opts.Timeout)
+	defer timer.Stop()
+	for started, got := 0, 0; got < n; {
+		for ; started < n && started-got < maxInFlight; started++ {
+			i := started
+			s.helpers.Go(func() { results <- indexed{i, op(i)} })
 		}
 		select {
-		case s.fired <- firedWatch{watch: pw, token: token}:
+		case r := <-results:
+			out[r.i] = r.r
+			got++
+			timer.Reset(s.z.opts.Timeout)
+		case <-timer.C:
+			return nil, fmt.Errorf("%d of %d operations: %w", n-got, n, errGaveUp)
 		case <-s.z.quit:
+			return nil, zk.ErrClosing
 		}
-	case <-stop:
-	case <-s.z.quit:
 	}
+	return out, nil
 }
 
 // pendingCall hands an operation's result to the waiting worker, unless
@@ -325,7 +428,7 @@ func (s *session) authenticateNext() error {
 		return nil
 	}
 	next, cred := s.next, []byte(s.z.opts.Username+":"+s.z.opts.Password)
-	r, ok := s.call(recycleOp{}, nil, 0, nil, func() opResult { return opResult{err: next.conn.AddAuth("digest", cred)} })
+	r, ok := s.call(recycleOp{}, func() opResult { return opResult{err: next.conn.AddAuth("digest", cred)} })
 	return recycleErr(r, ok)
 }
 
@@ -334,6 +437,7 @@ func (s *session) authenticateNext() error {
 func (s *session) switchToNext() *zkClient {
 	old := s.client
 	s.client, s.next = s.next, nil
+	s.epoch++
 	s.z.current.Store(s.client)
 	s.established, s.id = s.client.sessionEvents().established, s.client.conn.SessionID()
 	s.authed = true

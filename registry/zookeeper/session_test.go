@@ -149,11 +149,12 @@ func TestZooKeeperRestart(t *testing.T) {
 	e.addProvider(e.admin, iface, "10.3.0.3:20880", "", 0)
 	r.waitUntil(t, "current again", func() bool {
 		st := r.Status()
-		return st.State == registry.StateConnected && !st.Degraded && d.State() == registry.DirOK && len(d.Providers()) == 3 && late.State() == registry.DirOK
+		return st.State == registry.StateConnected && !st.Degraded && d.State() == registry.DirOK && len(d.Providers()) == 3 && late.State() == registry.DirOK &&
+			st.Watches == 4 // the providers watch, fired, is armed again by a read that may still be in the client when the directory has its answer
 	})
 	// ZooKeeper restored the session from its data directory: the client
 	// re-sent its watches, so nothing was armed again but what fired.
-	if st := r.Status(); st.Reconnects < 1 || st.SessionExpiries != 0 || st.Watches != 4 {
+	if st := r.Status(); st.Reconnects < 1 || st.SessionExpiries != 0 {
 		t.Errorf("status %+v", st)
 	}
 	if n := r.armCount(e.nodePath(iface, "configurators")); n != 1 {

@@ -32,16 +32,13 @@ type pathWatch struct {
 	child string // the instance's node name (instance)
 	live  bool   // a state holds it: read it when needed, re-arm it when it fires
 	armed bool   // a watch is set (in the client in use and on the server)
-	busy  bool   // an operation on the path is in the client (still, if the worker gave up on it)
-	token uint64 // identifies the watch call armed last
-	// ch is the armed watch's channel, and stop, while a helper forwards
-	// its event, closes to end that helper: a dropped node's watch stays
-	// set (go-zookeeper cannot remove it) but holds no goroutine; watching
-	// the node again starts a helper on ch again.
-	ch   <-chan zk.Event
-	stop chan struct{}
-	need bool // the node must be read (again)
-	read bool // the node was read since the session was last (re)established
+	busy  bool   // a read is in the client
+	need  bool   // the node must be read (again): in watches.due while not busy
+	// fired says its watch fired while a read was in the client: which of
+	// the read's answer and the change came first is unknown, so it is
+	// read again after.
+	fired bool
+	read  bool // the node was read since the session was last (re)established
 	// failed says the last read failed (it is retried at retry): a
 	// first publication does not wait for such a node.
 	failed bool
@@ -51,16 +48,22 @@ type pathWatch struct {
 // watches are the nodes the worker reads and watches, by path: those the
 // interfaces, applications and catalog hold (live), and those of released
 // nodes whose watch is still set, until it fires or a recycle clears it
-// (orphans). Reads run on the session; what they found is the worker's to
-// hand to whoever holds the node.
+// (orphans). Reads run on the session, many at once; what they found is
+// the worker's to hand to whoever holds the node. The work of an event is
+// proportional to it: the nodes to read are kept in due, and the counts
+// Status reports are kept as records change.
 type watches struct {
 	z       *Registry
 	session *session
 	byPath  map[string]*pathWatch
+	due     map[*pathWatch]struct{} // live, need and not busy: to read
+
+	liveArmed int // armed watches of live nodes
+	orphans   int // armed watches of released nodes
 }
 
 func newWatches(z *Registry, s *session) *watches {
-	return &watches{z: z, session: s, byPath: make(map[string]*pathWatch)}
+	return &watches{z: z, session: s, byPath: make(map[string]*pathWatch), due: make(map[*pathWatch]struct{})}
 }
 
 // watch returns the live record of path, which must be read: a new one, or
@@ -72,37 +75,56 @@ func (ws *watches) watch(path string, kind int, owner, child string) *pathWatch 
 		ws.byPath[path] = pw
 	}
 	pw.kind, pw.owner, pw.child = kind, owner, child
-	pw.live, pw.need, pw.read, pw.retry = true, true, false, time.Time{}
-	ws.resumeForward(pw) // its watch, set before the node was dropped, may still fire
-	ws.z.poke()          // read it, also when the worker is not in work (a recycle)
+	ws.setLive(pw, true)
+	pw.read, pw.retry = false, time.Time{}
+	ws.markNeed(pw)
+	ws.z.poke() // read it, also when the worker is not in work (a recycle)
 	return pw
 }
 
 // unwatch drops a node nobody needs any more: its watch is no longer
-// re-armed, and the helper forwarding its event ends (see pathWatch).
+// re-armed, and the record goes once nothing is set or pending on it.
 func (ws *watches) unwatch(pw *pathWatch) {
-	pw.live, pw.need, pw.read = false, false, false
-	ws.stopForward(pw)
+	ws.setLive(pw, false)
+	pw.read = false
+	ws.clearNeed(pw)
 	ws.forget(pw)
 }
 
-// stopForward ends the helper forwarding pw's watch event, if any.
-func (ws *watches) stopForward(pw *pathWatch) {
-	if pw.stop != nil {
-		close(pw.stop)
-		pw.stop = nil
+// markNeed has pw's node read (again).
+func (ws *watches) markNeed(pw *pathWatch) {
+	pw.need = true
+	if pw.live && !pw.busy {
+		ws.due[pw] = struct{}{}
 	}
 }
 
-// resumeForward starts a helper forwarding the event of pw's armed watch
-// when none does (it was stopped when the node was dropped).
-func (ws *watches) resumeForward(pw *pathWatch) {
-	if !pw.armed || pw.stop != nil || pw.ch == nil {
-		return
+func (ws *watches) clearNeed(pw *pathWatch) {
+	pw.need = false
+	delete(ws.due, pw)
+}
+
+// setArmed and setLive change a record's state, keeping the counts.
+func (ws *watches) setArmed(pw *pathWatch, armed bool) {
+	ws.countArmed(pw, -1)
+	pw.armed = armed
+	ws.countArmed(pw, +1)
+}
+
+func (ws *watches) setLive(pw *pathWatch, live bool) {
+	ws.countArmed(pw, -1)
+	pw.live = live
+	ws.countArmed(pw, +1)
+}
+
+func (ws *watches) countArmed(pw *pathWatch, d int) {
+	switch {
+	case !pw.armed:
+	case pw.live:
+		ws.liveArmed += d
+	default:
+		ws.orphans += d
 	}
-	stop, token, ch := make(chan struct{}), pw.token, pw.ch
-	pw.stop = stop
-	ws.session.helpers.Go(func() { ws.session.forward(pw, token, ch, stop) })
 }
 
 // forget removes a watch record nobody needs and nothing is pending on.
@@ -112,71 +134,84 @@ func (ws *watches) forget(pw *pathWatch) {
 	}
 }
 
-// read reads pw's node (its children or its data; nothing when it does
-// not exist), arming its watch when none is set. On success the node is
-// read, and what it found is the caller's to take.
-func (ws *watches) read(pw *pathWatch) (opResult, error) {
-	conn, path, arm := ws.session.client.conn, pw.path, !pw.armed
-	var stop chan struct{}
-	if arm {
-		pw.token++
-		ws.stopForward(pw) // a helper still waiting for an invalidated watch's event
-		stop = make(chan struct{})
-		pw.stop = stop
+// startRead starts reading pw's node (its children or its data; nothing
+// when it does not exist), arming its watch when none is set. It reports
+// false when no more reads fit in the client: the results of those in
+// flight wake the worker.
+func (ws *watches) startRead(pw *pathWatch) bool {
+	op := readOp(ws.session.client.conn, pw.path, pw.kind, !pw.armed)
+	if !ws.session.start(pw, op) {
+		return false
 	}
-	token := pw.token
-	pw.busy = true
-	r, ok := ws.session.call(pw, pw, token, stop, readOp(conn, path, pw.kind, arm))
-	if !ok {
-		return opResult{}, fmt.Errorf("reading %s: %w", path, errGaveUp)
-	}
-	pw.busy = false
-	ws.adopt(pw, token, r)
-	if r.err != nil {
-		return opResult{}, fmt.Errorf("reading %s: %w", path, r.err)
-	}
-	pw.need, pw.read, pw.failed = false, true, false
-	return r, nil
+	pw.busy, pw.fired = true, false
+	ws.clearNeed(pw)
+	return true
 }
 
-// adopt records the watch an operation on pw set.
-func (ws *watches) adopt(pw *pathWatch, token uint64, r opResult) {
-	if r.watch == nil || token != pw.token {
-		return
-	}
-	pw.armed, pw.ch = true, r.watch
-	if pw.live {
-		ws.resumeForward(pw) // dropped and watched again while the call was in the client
-	}
-	if ws.z.hooks.armed != nil {
-		ws.z.hooks.armed(pw.path)
-	}
-}
-
-// onLate takes the late result of a read of pw the worker stopped waiting
-// for.
-func (ws *watches) onLate(pw *pathWatch, token uint64, r opResult) {
+// finish takes the result of a read of pw; current says it was made on the
+// client and session in use. It reports whether the result is to be taken
+// (then the node is read); a failed read is the caller's to retry
+// (retryLater).
+func (ws *watches) finish(pw *pathWatch, current bool, r opResult) bool {
 	pw.busy = false
-	ws.adopt(pw, token, r)
-	if pw.live {
-		pw.need = true // read again: the result is old news by now
+	if current && r.watch != nil {
+		ws.setArmed(pw, true)
+		if ws.z.hooks.armed != nil {
+			ws.z.hooks.armed(pw.path)
+		}
+	}
+	if pw.fired {
+		pw.fired = false
+		ws.setArmed(pw, false)
+		if pw.live {
+			pw.need = true
+		}
+	}
+	take := false
+	switch {
+	case !pw.live:
+	case !current:
+		pw.need = true // read on the new session
+	case r.err == nil:
+		pw.read, pw.failed = true, false
+		take = true
+	}
+	if pw.need {
+		ws.markNeed(pw)
 	}
 	ws.forget(pw)
+	return take
 }
 
-// onFired takes a watch's event: the node changed (read it again, which
-// re-arms the watch), or the watch is gone (session expired).
-func (ws *watches) onFired(f firedWatch) {
-	pw := f.watch
-	if f.token != pw.token || !pw.armed {
-		return // a watch no longer counted: replaced after a session expiry
+// retryLater has pw's node read again at retry: its read failed.
+func (ws *watches) retryLater(pw *pathWatch, retry time.Time) {
+	pw.retry, pw.failed = retry, true
+	if pw.live {
+		ws.markNeed(pw)
 	}
-	pw.armed, pw.ch, pw.stop = false, nil, nil // its helper has ended
+}
+
+// onFired takes the event of the watch on path: the node changed, so it is
+// read again, which re-arms the watch. An event of a path without an
+// armed watch is of one no longer counted (replaced after a session
+// expiry), and ignored.
+func (ws *watches) onFired(path string) {
+	pw := ws.byPath[path]
+	switch {
+	case pw == nil:
+		return
+	case pw.busy:
+		pw.fired = true // read again once the read in the client answers
+		return
+	case !pw.armed:
+		return
+	}
+	ws.setArmed(pw, false)
 	if ws.z.hooks.fired != nil {
 		ws.z.hooks.fired(pw.path)
 	}
 	if pw.live {
-		pw.need = true
+		ws.markNeed(pw)
 		return
 	}
 	ws.forget(pw) // a dropped watch fired: not re-armed
@@ -184,29 +219,7 @@ func (ws *watches) onFired(f firedWatch) {
 
 // count counts the armed watches of live nodes and those of released ones
 // (orphans).
-func (ws *watches) count() (live, orphans int) {
-	for _, pw := range ws.byPath {
-		switch {
-		case !pw.armed:
-		case pw.live:
-			live++
-		default:
-			orphans++
-		}
-	}
-	return live, orphans
-}
-
-// busy reports whether a read the worker gave up waiting for is still in
-// the client.
-func (ws *watches) busy() bool {
-	for _, pw := range ws.byPath {
-		if pw.busy {
-			return true
-		}
-	}
-	return false
-}
+func (ws *watches) count() (live, orphans int) { return ws.liveArmed, ws.orphans }
 
 // readAgain has every live node read once more, at once: a session was
 // (re-)established. The client re-sends its watches on a reconnection
@@ -215,7 +228,8 @@ func (ws *watches) busy() bool {
 func (ws *watches) readAgain() {
 	for _, pw := range ws.byPath {
 		if pw.live {
-			pw.need, pw.retry = true, time.Time{}
+			pw.retry = time.Time{}
+			ws.markNeed(pw)
 		}
 	}
 }
@@ -224,18 +238,19 @@ func (ws *watches) readAgain() {
 func (ws *watches) connectionLost() {
 	for _, pw := range ws.byPath {
 		if pw.live {
-			pw.need, pw.read = true, false
+			pw.read = false
+			ws.markNeed(pw)
 		}
 	}
 }
 
 // sessionExpired forgets the watches of the expired session, which the
-// client has invalidated.
+// client has invalidated. Reads still in the client were started on it:
+// their results are not taken (session.epoch has moved on).
 func (ws *watches) sessionExpired() {
 	for _, pw := range ws.byPath {
-		if pw.armed && !pw.busy {
-			pw.armed = false
-			pw.token++ // the invalidated watch's event is now ignored
+		if pw.armed {
+			ws.setArmed(pw, false)
 			ws.forget(pw)
 		}
 	}
@@ -249,21 +264,27 @@ type reading struct {
 }
 
 // readOn reads every live node on conn, the client a recycle readies,
-// arming its watch there. A problem of that connection fails the whole;
-// another one (a node that cannot be read) is left in its reading, for
-// the new session's ordinary retries.
+// arming its watch there, many at once. A problem of that connection
+// fails the whole; another one (a node that cannot be read) is left in its
+// reading, for the new session's ordinary retries.
 func (ws *watches) readOn(conn *zk.Conn) ([]reading, error) {
-	readings := make([]reading, 0, len(ws.byPath))
+	readings := make([]reading, 0, ws.liveArmed)
 	for _, pw := range ws.byPath {
-		if !pw.live {
-			continue
+		if pw.live {
+			readings = append(readings, reading{pw: pw})
 		}
-		r, ok := ws.session.call(recycleOp{}, nil, 0, nil, readOp(conn, pw.path, pw.kind, true))
-		r.err = recycleErr(r, ok)
+	}
+	results, err := ws.session.callAll(len(readings), func(i int) opResult {
+		return readOp(conn, readings[i].pw.path, readings[i].pw.kind, true)()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the live nodes: %w", err)
+	}
+	for i, r := range results {
 		if isConnectionError(r.err) {
-			return nil, fmt.Errorf("reading %s: %w", pw.path, r.err)
+			return nil, fmt.Errorf("reading %s: %w", readings[i].pw.path, r.err)
 		}
-		readings = append(readings, reading{pw, r})
+		readings[i].res = r
 	}
 	return readings, nil
 }
@@ -276,38 +297,29 @@ func (ws *watches) readOn(conn *zk.Conn) ([]reading, error) {
 // that changed meanwhile), whose watch must then be counted as an orphan.
 func (ws *watches) switchTo(readings []reading, take func(*pathWatch, opResult)) {
 	for _, pw := range ws.byPath {
-		pw.armed, pw.ch = false, nil
-		pw.token++
-		ws.stopForward(pw)
+		ws.setArmed(pw, false)
 		ws.forget(pw) // an orphan: gone with the old session
 	}
 	for _, r := range readings {
 		if r.res.err == nil && r.res.watch != nil {
-			r.pw.armed = true
-			ws.forwardWatch(r.pw, r.res.watch)
+			ws.setArmed(r.pw, true)
+			if ws.z.hooks.armed != nil {
+				ws.z.hooks.armed(r.pw.path)
+			}
 		}
 	}
 	for _, r := range readings {
 		pw := r.pw
 		if r.res.err != nil {
-			pw.need, pw.read = true, false
+			pw.read = false
+			ws.markNeed(pw)
 			continue
 		}
 		if !pw.live {
 			continue // dropped by an earlier reading's take
 		}
-		pw.need, pw.read, pw.failed = false, true, false
+		pw.read, pw.failed = true, false
+		ws.clearNeed(pw)
 		take(pw, r.res)
 	}
-}
-
-// forwardWatch hands the watch just armed for pw to a helper that reports
-// its event to the worker.
-func (ws *watches) forwardWatch(pw *pathWatch, ch <-chan zk.Event) {
-	if ws.z.hooks.armed != nil {
-		ws.z.hooks.armed(pw.path)
-	}
-	ws.stopForward(pw)
-	pw.ch = ch
-	ws.resumeForward(pw)
 }

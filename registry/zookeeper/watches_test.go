@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/dubbogw/dubbogw/internal/testenv"
@@ -76,25 +77,23 @@ func TestZooKeeperWatchesDoNotGrow(t *testing.T) {
 	}
 
 	// Released for good: when the dropped watch fires it is not re-armed.
-	// Nothing waits for its event any more (no goroutine per dropped
-	// watch), so the registry counts it as an orphan until a recycle.
+	// Its event comes through the client's event callback (no goroutine
+	// per watch): the orphan is forgotten then, leaving one (configurators).
 	d.Release()
 	other.Release()
 	r.waitUntil(t, "the interface is released", func() bool { return r.Status().Watches == 0 })
+	if st := r.Status(); st.OrphanWatches != 2 {
+		t.Fatalf("%d orphan watches after the release, want 2", st.OrphanWatches)
+	}
 	e.ensure(providers) // fires the exists watch
 	testenv.WaitFor(t, waitLimit, "the dropped providers watch fired on the server", func() bool {
 		return slices.Equal(watchedPaths(t, e.addr, session, e.root+"/"+iface+"/"), []string{configurators})
 	})
-	// The worker is sequential: once another subscription is answered, what
-	// it did with the event, if anything, is done.
-	probe := r.Subscribe(registry.ServiceKey{Interface: "com.example.Probe"})
-	waitReady(t, probe)
-	probe.Release()
-	if p, f := r.armCount(providers), r.fireCount(providers); p != 1 || f != 0 {
-		t.Fatalf("a dropped watch was re-armed or its event taken (%d arms, %d fired)", p, f)
+	r.waitUntil(t, "the orphan's event taken", func() bool { return r.Status().OrphanWatches == 1 })
+	if p, f := r.armCount(providers), r.fireCount(providers); p != 1 || f != 1 {
+		t.Fatalf("a dropped watch was re-armed, or its event not taken once (%d arms, %d fired)", p, f)
 	}
-	// Subscribing again takes the event the dropped watch kept, re-arms the
-	// fired one and re-uses the other.
+	// Subscribing again arms the fired one and re-uses the other.
 	d = r.Subscribe(key)
 	defer d.Release()
 	waitReady(t, d)
@@ -105,6 +104,61 @@ func TestZooKeeperWatchesDoNotGrow(t *testing.T) {
 	if got, n := watchedPaths(t, e.addr, session, e.root+"/"+iface+"/"), childWatchCount(t, e.addr); !slices.Equal(got, []string{configurators}) || n != 1 {
 		t.Fatalf("ZooKeeper watches %v and %d child watches, want the configurators exists watch and one child watch (providers)", got, n)
 	}
+}
+
+// TestZooKeeperLiveWatchesHoldNoGoroutine: the watches of the interfaces
+// in use hold no goroutine either (their events come through the client's
+// event callback), however many there are; their nodes are read many at a
+// time, never more than maxInFlight; and a change on any of them is seen.
+func TestZooKeeperLiveWatchesHoldNoGoroutine(t *testing.T) {
+	e := newZKEnv(t, testenv.ZooKeeperAddr(t))
+	var mu sync.Mutex
+	most := 0
+	r := startRegistryWith(t, Options{Addrs: []string{e.addr}, Root: e.group, WatchGC: -1}, zkHooks{
+		started: func(n int) {
+			mu.Lock()
+			most = max(most, n)
+			mu.Unlock()
+		},
+	})
+	probe := r.Subscribe(registry.ServiceKey{Interface: "com.example.Probe"}) // the session and its goroutines are up
+	defer probe.Release()
+	waitReady(t, probe)
+	before := runtime.NumGoroutine()
+
+	const n = 300
+	dirs := make([]*registry.Directory, n)
+	for i := range n {
+		iface := fmt.Sprintf("com.example.Live%d", i)
+		e.addProvider(e.admin, iface, fmt.Sprintf("10.9.%d.%d:20880", i/250, i%250+1), "", 0)
+		dirs[i] = r.Subscribe(registry.ServiceKey{Interface: iface})
+		defer dirs[i].Release()
+	}
+	for _, d := range dirs {
+		waitReady(t, d)
+	}
+	r.waitUntil(t, "every interface read and watched", func() bool {
+		if r.Status().Watches != 2*n+2 {
+			return false
+		}
+		for _, d := range dirs {
+			if len(d.Providers()) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	waitGoroutines(t, before+5)
+	mu.Lock()
+	m := most
+	mu.Unlock()
+	if m < 2 || m > maxInFlight {
+		t.Fatalf("at most %d operations in flight at once, want 2 to %d", m, maxInFlight)
+	}
+
+	e.addProvider(e.admin, "com.example.Live123", "10.9.9.9:20880", "", 0)
+	r.waitUntil(t, "the new provider seen", func() bool { return len(dirs[123].Providers()) == 2 })
+	waitGoroutines(t, before+5)
 }
 
 // TestZooKeeperDroppedWatchesHoldNoGoroutine: released interfaces' watches
@@ -164,7 +218,9 @@ func TestWatchesRecordLifecycle(t *testing.T) {
 	}
 
 	pw = ws.watch(path, nodeProviders, "com.example.A", "")
-	pw.need, pw.read, pw.armed, pw.token = false, true, true, 1 // as a read arming it leaves it
+	ws.clearNeed(pw) // as a read arming it leaves it
+	pw.read = true
+	ws.setArmed(pw, true)
 	if live, orphans := ws.count(); live != 1 || orphans != 0 {
 		t.Fatalf("armed: %d live, %d orphans", live, orphans)
 	}
@@ -177,11 +233,11 @@ func TestWatchesRecordLifecycle(t *testing.T) {
 	}
 	ws.unwatch(pw)
 
-	ws.onFired(firedWatch{watch: pw, token: 0}) // an older watch's event: not counted
+	ws.onFired("/dubbo/com.example.Other/providers") // another path's event
 	if !pw.armed || ws.byPath[path] != pw {
-		t.Fatal("an event of a watch no longer counted changed the record")
+		t.Fatal("an event of another path changed the record")
 	}
-	ws.onFired(firedWatch{watch: pw, token: 1})
+	ws.onFired(path)
 	if _, ok := ws.byPath[path]; ok || pw.armed {
 		t.Fatalf("a dropped watch fired: record kept %v, armed %v", ok, pw.armed)
 	}

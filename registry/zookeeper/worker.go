@@ -1,6 +1,7 @@
 package zookeeper
 
 import (
+	"fmt"
 	"maps"
 	"time"
 
@@ -12,12 +13,20 @@ import (
 // connection (the client fails it with ErrNoServer after each round of
 // failed dials, ErrConnectionClosed when a connection drops, or when Close
 // is called), and a connection to a server that accepts but never answers
-// holds requests for up to ten receive timeouts. So the worker runs each
-// operation on a helper goroutine and waits at most Timeout for it. An
-// operation it gave up on is not retried while it is still in the client —
-// the helper hands its late result to the worker when it returns, which it
-// does at the latest when the connection drops or the registry closes — so
-// there is never a second watch call outstanding on a path.
+// holds requests for up to ten receive timeouts. So the worker never runs
+// one itself. Reads and consumer nodes are started on helper goroutines,
+// up to maxInFlight at once (go-zookeeper pipelines them on its one
+// connection, so a large registry is read at the rate of the link, not one
+// round trip per node), and their results come back to the worker, which
+// takes them in its next step. One that has no answer after Timeout is
+// counted as failed and nothing new starts for a backoff; it is not
+// started again while it is still in the client, so there is never a
+// second watch call outstanding on a path. The rest (credentials, a
+// recycle's moves) the worker waits for, at most Timeout each.
+//
+// Watch events come through the client's event callback, by path (no
+// goroutine waits on a watch): the worker takes them from the client in
+// use at each step, and reads the node again, which re-arms its watch.
 //
 // go-zookeeper cannot remove a watch, so a released interface's watches stay
 // set (orphans) until they fire, which for a node that does not exist can be
@@ -27,9 +36,8 @@ import (
 // for its session, arms the live interfaces' watches and lists them on it,
 // moves the consumer nodes to it, and only then switches to it and closes
 // the old client, whose session takes the orphans (and their client-side
-// channels) with it. An orphan holds no goroutine meanwhile: the helper
-// waiting for its event ends when the node is dropped, and one starts
-// again if the node is watched again before the watch fires. Directories keep their snapshots
+// channels) with it. An orphan holds nothing but its record and the
+// client's one-event channel. Directories keep their snapshots
 // throughout: nothing is marked stale, and a listing that did not change
 // publishes nothing.
 
@@ -38,9 +46,8 @@ const (
 	maxBackoff = 5 * time.Second
 )
 
-// worker is the goroutine that does all of a registry's ZooKeeper work,
-// one operation at a time (each on a helper goroutine it waits for, as
-// explained above). It owns the session and what the registry knows, each
+// worker is the goroutine that does all of a registry's ZooKeeper work
+// (operations on helper goroutines, as explained above). It owns the session and what the registry knows, each
 // part its own type, all of it touched by the worker's goroutine only
 // (but for the helpers and clients session.go names):
 //
@@ -64,9 +71,16 @@ type worker struct {
 	consumers *consumers
 	catalog   *catalogState // nil until the catalog is first wanted
 
+	results []opDone // results of started operations, taken by the next step
+
 	backoff time.Duration // how long a failed operation waits before it is retried
-	retry   *time.Timer   // wakes the worker when a retry or a deadline is due
-	retryAt time.Time     // when retry fires, zero when stopped
+	// holdUntil: after an operation went without an answer for Timeout,
+	// or failed on the connection, nothing more is started until then.
+	holdUntil time.Time
+	retry     *time.Timer // wakes the worker when a retry or a deadline is due
+	retryAt   time.Time   // when retry fires, zero when stopped
+	warned    time.Time   // when the last failure was logged
+	quiet     int         // failures not logged since
 }
 
 func newWorker(z *Registry, client *zkClient) *worker {
@@ -92,10 +106,18 @@ func (w *worker) run() {
 		case <-w.z.quit:
 			return
 		case <-w.z.nudge:
+		case d := <-w.session.done:
+			w.results = append(w.results, d)
+			for more := true; more; { // take every result in at once: one step for them all
+				select {
+				case d := <-w.session.done:
+					w.results = append(w.results, d)
+				default:
+					more = false
+				}
+			}
 		case r := <-w.session.late:
 			w.onLate(r)
-		case f := <-w.session.fired:
-			w.watches.onFired(f)
 		case m := <-w.apps.metaDone:
 			w.apps.onMetadata(m)
 		case <-firstSession.C:
@@ -110,14 +132,18 @@ func (w *worker) run() {
 // step brings everything up to date as far as it can without waiting for
 // anything but the operations it runs.
 func (w *worker) step() {
+	r := &round{w: w, now: time.Now()}
 	w.syncSession()
+	w.takeResults(r)
+	w.takeFired()
 	w.syncSubscriptions()
 	w.syncCatalog()
 	if w.session.connected {
-		w.work()
-		w.apps.dropAllMissing(time.Now())
+		w.work(r)
+		w.apps.dropAllMissing(r.now)
 		w.apps.fetchDue()
 	}
+	r.end()
 	w.collectOrphans()
 	// The status goes out before the directories and the catalog it
 	// describes: whoever sees a provider or a catalog change through
@@ -133,6 +159,69 @@ func (w *worker) step() {
 	}
 }
 
+// takeResults takes the results of the operations that answered, and
+// counts those overdue as failed (they stay in the client: nothing more is
+// started until the backoff has passed).
+func (w *worker) takeResults(r *round) {
+	for _, d := range w.results {
+		current := w.session.finish(d)
+		switch t := d.op.target.(type) {
+		case *pathWatch:
+			if w.watches.finish(t, current, d.res) {
+				w.take(t, d.res)
+			} else if current && d.res.err != nil && t.live {
+				w.readFailed(r, t, d.op, fmt.Errorf("reading %s: %w", t.path, d.res.err))
+			}
+		case *consumerNode:
+			if err := w.consumers.finish(t, current, d.res); err != nil && !d.op.overdue {
+				t.retry = r.fail(err)
+			}
+		}
+	}
+	clear(w.results)
+	w.results = w.results[:0]
+	late, next := w.session.overdue(r.now)
+	if !next.IsZero() {
+		r.later(next)
+	}
+	for _, o := range late {
+		switch t := o.target.(type) {
+		case *pathWatch:
+			t.failed = true
+			w.ifaces.readFailed(t)
+			r.fail(fmt.Errorf("reading %s: %w", t.path, errGaveUp))
+		case *consumerNode:
+			r.fail(fmt.Errorf("consumer %s: %w", t.key, errGaveUp))
+		}
+		w.holdUntil = r.now.Add(w.backoff)
+	}
+}
+
+// readFailed retries a node whose read failed after the backoff; the
+// directories depending on it are marked stale. A read already counted as
+// failed when it went overdue is not counted again.
+func (w *worker) readFailed(r *round, pw *pathWatch, op *startedOp, err error) {
+	var retry time.Time
+	if op.overdue {
+		retry = r.now.Add(w.backoff)
+		r.later(retry)
+	} else {
+		retry = r.fail(err)
+	}
+	w.watches.retryLater(pw, retry)
+	w.ifaces.readFailed(pw)
+	if isConnectionError(err) {
+		w.holdUntil = retry
+	}
+}
+
+// takeFired takes the watch events of the client in use.
+func (w *worker) takeFired() {
+	for path := range w.session.client.takeFired() {
+		w.watches.onFired(path)
+	}
+}
+
 // syncSession follows the client's session: a session (re-)established
 // has every live node read again (after an expiry, what the old session
 // held is forgotten first); a connection lost leaves the directories
@@ -140,6 +229,7 @@ func (w *worker) step() {
 func (w *worker) syncSession() {
 	switch w.session.sync() {
 	case sessionExpired:
+		w.session.epoch++ // what is still in the client was of the old session
 		w.watches.sessionExpired()
 		w.consumers.sessionExpired()
 		w.watches.readAgain()
@@ -204,12 +294,20 @@ func (r *round) later(t time.Time) {
 	}
 }
 
-// fail records a failed operation and returns when to retry it.
+// fail records a failed operation and returns when to retry it. Failures
+// are logged at most once a second (with the count of those not logged):
+// with many reads in flight, one lost connection fails them all at once.
 func (r *round) fail(err error) time.Time {
+	w := r.w
 	r.failed = true
-	r.w.session.lastErr = err.Error()
-	r.w.z.log.Warn("ZooKeeper operation failed", "err", err, "retry_in", r.w.backoff)
-	retry := r.now.Add(r.w.backoff)
+	w.session.lastErr = err.Error()
+	if r.now.Sub(w.warned) >= time.Second {
+		w.z.log.Warn("ZooKeeper operation failed", "err", err, "retry_in", w.backoff, "more_failures_not_logged", w.quiet)
+		w.warned, w.quiet = r.now, 0
+	} else {
+		w.quiet++
+	}
+	retry := r.now.Add(w.backoff)
 	r.later(retry)
 	return retry
 }
@@ -219,7 +317,7 @@ func (r *round) end() {
 	w := r.w
 	if r.failed {
 		w.backoff = min(w.backoff*2, maxBackoff)
-	} else if r.next.IsZero() {
+	} else if r.next.IsZero() && w.session.connected {
 		w.backoff = minBackoff
 		w.session.lastErr = ""
 	}
@@ -228,13 +326,12 @@ func (r *round) end() {
 	}
 }
 
-// work runs the operations pending, while connected: credentials, reads
-// and consumer nodes. An item that fails is retried after a backoff; a
-// failure of the connection itself ends the round.
-func (w *worker) work() {
-	r := &round{w: w, now: time.Now()}
-	defer r.end()
-
+// work starts the operations pending, while connected: credentials, reads
+// and consumer nodes, as many at once as the client takes (maxInFlight).
+// An item that fails is retried after a backoff (takeResults); while an
+// operation is overdue or the connection failed, nothing new starts
+// before holdUntil.
+func (w *worker) work(r *round) {
 	if !w.session.authed {
 		if err := w.session.authenticate(); err != nil {
 			r.fail(err)
@@ -244,30 +341,17 @@ func (w *worker) work() {
 			return // still in the client; its late result wakes the worker
 		}
 	}
-	// Reading a node can make others needed (a mapping names an
-	// application, an application lists instances): read until none is
-	// left but those waiting out a backoff or still in the client.
-	for more := true; more; {
-		more = false
-		for _, pw := range w.watches.byPath {
-			if !pw.live || !pw.need || pw.busy {
-				continue
-			}
-			if r.now.Before(pw.retry) {
-				r.later(pw.retry)
-				continue
-			}
-			more = true
-			res, err := w.watches.read(pw)
-			if err != nil {
-				pw.retry, pw.failed = r.fail(err), true
-				w.ifaces.readFailed(pw)
-				if isConnectionError(err) {
-					return
-				}
-				continue
-			}
-			w.take(pw, res)
+	if r.now.Before(w.holdUntil) {
+		r.later(w.holdUntil)
+		return
+	}
+	for pw := range w.watches.due {
+		if r.now.Before(pw.retry) {
+			r.later(pw.retry)
+			continue
+		}
+		if !w.watches.startRead(pw) {
+			break // the client is full: results wake the worker
 		}
 	}
 	w.consumers.sync(r, w.ifaces.hasProviders)
@@ -289,11 +373,7 @@ func (w *worker) take(pw *pathWatch, r opResult) {
 
 // onLate takes the result of an operation the worker stopped waiting for.
 func (w *worker) onLate(r lateResult) {
-	switch t := r.target.(type) {
-	case *pathWatch:
-		w.watches.onLate(t, r.token, r.res)
-	case *consumerNode:
-		w.consumers.onLate(t, r.res)
+	switch r.target.(type) {
 	case authOp:
 		w.session.onLateAuth(r.res)
 	case recycleOp:

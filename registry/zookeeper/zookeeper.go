@@ -174,6 +174,7 @@ type zkHooks struct {
 	stepped   func()                                         // the worker finished a round of work
 	recycle   func(stage string, orphans int)                // a session recycle reached stage, with this many orphan watches
 	dial      func() error                                   // a client dials ZooKeeper (on the client's goroutine): an error fails the dial
+	started   func(inFlight int)                             // an operation started without waiting (session.start): this many are in flight
 }
 
 // New starts a ZooKeeper registry. It connects in the background,
