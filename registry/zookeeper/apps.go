@@ -74,13 +74,18 @@ type apps struct {
 	z         *Registry
 	session   *session
 	watches   *watches
-	republish func(iface string)     // has interface iface published again
-	wakeAt    func(time.Time)        // makes the worker step at t at the latest
-	byName    map[string]*appState   // applications named by the mapping nodes of live interfaces
-	meta      map[metaKey]*metaEntry // instance metadata by instance and revision, bounded
-	metaInUse int                    // entries of meta some live instance uses
-	metaDone  chan metaResult        // fetches' results
-	fetching  int                    // fetches under way
+	republish func(iface string)      // has interface iface published again
+	wakeAt    func(time.Time)         // makes the worker step at t at the latest
+	byName    map[string]*appState    // applications named by the mapping nodes of live interfaces
+	meta      map[metaKey]*metaEntry  // instance metadata by instance and revision, bounded
+	metaInUse int                     // entries of meta some live instance uses
+	metaDone  chan metaResult         // fetches' results
+	fetching  int                     // fetches under way
+	toFetch   map[*metaEntry]struct{} // entries in use whose metadata is unknown: fetched when due
+	missing   map[*appState]struct{}  // applications with instances missing from their listing
+	usable    int                     // instances parsed (counts)
+	scanning  bool                    // in a publication scan: settled answers from scan
+	scan      map[*appState]bool      // appSettled within the scan
 	// metaFetches counts the fetches done, metaFailures those that failed.
 	metaFetches, metaFailures uint64
 }
@@ -95,6 +100,9 @@ func newApps(z *Registry, s *session, ws *watches, republish func(iface string),
 		byName:    make(map[string]*appState),
 		meta:      make(map[metaKey]*metaEntry),
 		metaDone:  make(chan metaResult),
+		toFetch:   make(map[*metaEntry]struct{}),
+		missing:   make(map[*appState]struct{}),
+		scan:      make(map[*appState]bool),
 	}
 }
 
@@ -153,10 +161,10 @@ func (ap *apps) leave(iface, name string) {
 	}
 	ap.watches.unwatch(a.watch)
 	for _, in := range a.instances {
-		ap.watches.unwatch(in.watch)
-		ap.useMeta(in, nil)
+		ap.dropInstance(a, in)
 	}
 	delete(ap.byName, name)
+	delete(ap.missing, a)
 }
 
 // take takes what a read of an application's node or an instance's found.
@@ -201,10 +209,12 @@ func (ap *apps) setInstances(a *appState, children []string) {
 		}
 	}
 	now := time.Now()
-	for c, in := range a.instances {
-		if !seen[c] && in.missingSince.IsZero() {
-			in.missingSince = now
-			ap.wakeAt(now.Add(leaveGrace))
+	if len(seen) < len(a.instances) {
+		for c, in := range a.instances {
+			if !seen[c] && in.missingSince.IsZero() {
+				in.missingSince = now
+				ap.wakeAt(now.Add(leaveGrace))
+			}
 		}
 	}
 	ap.dropMissing(a, now)
@@ -213,29 +223,53 @@ func (ap *apps) setInstances(a *appState, children []string) {
 	}
 }
 
-// dropAllMissing drops the instances of every application missing from
-// its listing for leaveGrace or longer.
+// dropAllMissing drops the instances missing from their application's
+// listing for leaveGrace or longer (of the applications that have any).
 func (ap *apps) dropAllMissing(now time.Time) {
-	for _, a := range ap.byName {
+	for a := range ap.missing {
 		ap.dropMissing(a, now)
 	}
 }
 
 // dropMissing drops the instances of a missing from its listing for
-// leaveGrace or longer.
+// leaveGrace or longer, and keeps a in ap.missing while others are
+// missing still.
 func (ap *apps) dropMissing(a *appState, now time.Time) {
+	missing := false
 	for c, in := range a.instances {
 		if in.missingSince.IsZero() {
 			continue
 		}
 		if due := in.missingSince.Add(leaveGrace); now.Before(due) {
+			missing = true
 			ap.wakeAt(due)
 			continue
 		}
-		ap.watches.unwatch(in.watch)
-		ap.useMeta(in, nil)
+		ap.dropInstance(a, in)
 		delete(a.instances, c)
 		ap.dirtyUsers(a)
+	}
+	if missing {
+		ap.missing[a] = struct{}{}
+	} else {
+		delete(ap.missing, a)
+	}
+}
+
+// dropInstance stops watching an instance and lets go of its metadata.
+func (ap *apps) dropInstance(a *appState, in *instanceState) {
+	ap.watches.unwatch(in.watch)
+	ap.useMeta(a, in, nil)
+	ap.setInst(in, nil)
+}
+
+// setInst sets in's parsed instance, keeping the count of usable ones.
+func (ap *apps) setInst(in *instanceState, inst *registry.Instance) {
+	if in.inst != nil {
+		ap.usable--
+	}
+	if in.inst = inst; inst != nil {
+		ap.usable++
 	}
 }
 
@@ -258,26 +292,27 @@ func (ap *apps) setInstance(a *appState, in *instanceState, data []byte, exists 
 	if err != nil {
 		ap.z.skipped.Add(1)
 		ap.z.log.Warn("skipping an application instance", "app", a.name, "instance", in.child, "err", err)
-		ap.useMeta(in, nil)
-		in.inst, in.nodes = nil, nil
+		ap.useMeta(a, in, nil)
+		ap.setInst(in, nil)
+		in.nodes = nil
 		ap.dirtyUsers(a)
 		return
 	}
 	if inst.App == "" {
 		inst.App = a.name
 	}
-	in.inst = inst
+	ap.setInst(in, inst)
 	if !inst.RevisionKnown() {
 		// Revision "0" or "N/A": the instance exports nothing (a pure
 		// consumer, or metadata not computed): nothing to fetch or select.
-		ap.useMeta(in, nil)
+		ap.useMeta(a, in, nil)
 		in.nodes = nil
 		ap.dirtyUsers(a)
 		return
 	}
 	key := metaKey{app: a.name, instance: in.child, revision: inst.Revision}
 	if in.meta == nil || in.meta.key != key {
-		ap.useMeta(in, ap.metaEntry(key))
+		ap.useMeta(a, in, ap.metaEntry(key))
 		ap.evictMetadata()
 	}
 	ap.applyMetadata(a, in)
@@ -337,20 +372,44 @@ func (ap *apps) dirtyUsers(a *appState) {
 // for an interface's first publication: every instance of each has been
 // read and its metadata fetched or given up on once. A node whose read
 // failed (it is retried with a backoff) does not hold the others' first
-// answer back.
+// answer back. Within a scan (publishDirty), each application is looked
+// at once however many interfaces wait for it.
 func (ap *apps) settled(names []string) bool {
 	for _, name := range names {
 		a := ap.byName[name]
-		if a == nil || !a.watch.read && !a.watch.failed {
+		if a == nil || !ap.appSettled(a) {
 			return false
-		}
-		for _, in := range a.instances {
-			if !in.watch.read && !in.watch.failed || in.awaitingMetadata() {
-				return false
-			}
 		}
 	}
 	return true
+}
+
+func (ap *apps) appSettled(a *appState) bool {
+	if ap.scanning {
+		if v, ok := ap.scan[a]; ok {
+			return v
+		}
+	}
+	v := a.watch.read || a.watch.failed
+	for _, in := range a.instances {
+		if !v {
+			break
+		}
+		v = (in.watch.read || in.watch.failed) && !in.awaitingMetadata()
+	}
+	if ap.scanning {
+		ap.scan[a] = v
+	}
+	return v
+}
+
+// startScan and endScan bracket the settled checks of one publication
+// scan: nothing changes the applications in between.
+func (ap *apps) startScan() { ap.scanning = true }
+
+func (ap *apps) endScan() {
+	ap.scanning = false
+	clear(ap.scan)
 }
 
 // nodesFor are the providers of interface iface the instances of the
@@ -374,13 +433,4 @@ func (ap *apps) nodesFor(iface string, names []string) []*providerNode {
 }
 
 // counts counts the applications watched and their usable instances.
-func (ap *apps) counts() (applications, instances int) {
-	for _, a := range ap.byName {
-		for _, in := range a.instances {
-			if in.inst != nil {
-				instances++
-			}
-		}
-	}
-	return len(ap.byName), instances
-}
+func (ap *apps) counts() (applications, instances int) { return len(ap.byName), ap.usable }

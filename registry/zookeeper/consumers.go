@@ -29,10 +29,36 @@ type consumers struct {
 	z       *Registry
 	session *session
 	byKey   map[registry.ServiceKey]*consumerNode
+	// due are the nodes with something to do (wanted and not registered,
+	// or registered and not wanted, or neither and to be forgotten): sync
+	// looks at them only.
+	due map[*consumerNode]struct{}
+	n   int // nodes registered
 }
 
 func newConsumers(z *Registry, s *session) *consumers {
-	return &consumers{z: z, session: s, byKey: make(map[registry.ServiceKey]*consumerNode)}
+	return &consumers{z: z, session: s, byKey: make(map[registry.ServiceKey]*consumerNode), due: make(map[*consumerNode]struct{})}
+}
+
+// setRegistered records whether c's node is registered, keeping the count
+// and the nodes due current.
+func (cs *consumers) setRegistered(c *consumerNode, registered bool) {
+	if c.registered {
+		cs.n--
+	}
+	if c.registered = registered; registered {
+		cs.n++
+	}
+	cs.check(c)
+}
+
+// check puts c in due when it has something to do.
+func (cs *consumers) check(c *consumerNode) {
+	if c.want != c.registered || !c.want {
+		cs.due[c] = struct{}{}
+	} else {
+		delete(cs.due, c)
+	}
 }
 
 // register says that key's node is wanted (when the registry registers).
@@ -46,12 +72,14 @@ func (cs *consumers) register(key registry.ServiceKey) {
 		cs.byKey[key] = c
 	}
 	c.want = true
+	cs.check(c)
 }
 
 // unregister says that key's node is no longer wanted.
 func (cs *consumers) unregister(key registry.ServiceKey) {
 	if c := cs.byKey[key]; c != nil {
 		c.want = false
+		cs.check(c)
 	}
 }
 
@@ -59,7 +87,8 @@ func (cs *consumers) unregister(key registry.ServiceKey) {
 // providers node exists (hasProviders), and deleting those no longer
 // wanted, as the round paces them, as many at once as the client takes.
 func (cs *consumers) sync(r *round, hasProviders func(iface string) bool) {
-	for key, c := range cs.byKey {
+	for c := range cs.due {
+		key := c.key
 		if c.busy {
 			continue
 		}
@@ -81,6 +110,9 @@ func (cs *consumers) sync(r *round, hasProviders func(iface string) bool) {
 			}
 		case !c.want:
 			delete(cs.byKey, key)
+			delete(cs.due, c)
+		default:
+			delete(cs.due, c)
 		}
 	}
 }
@@ -130,14 +162,14 @@ func (cs *consumers) finish(c *consumerNode, current bool, r opResult) error {
 	c.busy = false
 	switch {
 	case !current:
-		c.registered = false // registered again on the session in use, if wanted
+		cs.setRegistered(c, false) // registered again on the session in use, if wanted
 		return nil
 	case r.err != nil && c.creating:
 		return fmt.Errorf("registering consumer %s: %w", c.key, r.err)
 	case r.err != nil:
 		return fmt.Errorf("unregistering consumer %s: %w", c.key, r.err)
 	}
-	c.registered = c.creating
+	cs.setRegistered(c, c.creating)
 	return nil
 }
 
@@ -146,21 +178,13 @@ func (cs *consumers) finish(c *consumerNode, current bool, r opResult) error {
 func (cs *consumers) sessionExpired() {
 	for _, c := range cs.byKey {
 		if !c.busy {
-			c.registered = false
+			cs.setRegistered(c, false)
 		}
 	}
 }
 
 // registered counts the nodes registered.
-func (cs *consumers) registered() int {
-	n := 0
-	for _, c := range cs.byKey {
-		if c.registered {
-			n++
-		}
-	}
-	return n
-}
+func (cs *consumers) registered() int { return cs.n }
 
 // moveTo creates the registered nodes still wanted on conn, the client a
 // recycle readies, many at once, and reports those it moved. A problem of
@@ -178,14 +202,14 @@ func (cs *consumers) moveTo(conn *zk.Conn) (map[*consumerNode]bool, error) {
 		return opResult{err: createEphemeral(conn, nodes[i].path)}
 	})
 	if err != nil {
-		unmove(nodes)
+		cs.unmove(nodes)
 		return nil, fmt.Errorf("registering the consumers: %w", err)
 	}
 	moved := make(map[*consumerNode]bool, len(nodes))
 	for i, r := range results {
 		c := nodes[i]
 		if isConnectionError(r.err) {
-			unmove(nodes)
+			cs.unmove(nodes)
 			return nil, fmt.Errorf("registering consumer %s: %w", c.key, r.err)
 		}
 		if r.err != nil {
@@ -200,9 +224,9 @@ func (cs *consumers) moveTo(conn *zk.Conn) (map[*consumerNode]bool, error) {
 // unmove follows a move given up: any of nodes may have moved to the
 // session given up (createEphemeral takes a node over), so each is
 // registered again on the session in use.
-func unmove(nodes []*consumerNode) {
+func (cs *consumers) unmove(nodes []*consumerNode) {
 	for _, c := range nodes {
-		c.registered = false
+		cs.setRegistered(c, false)
 	}
 }
 
@@ -211,7 +235,7 @@ func unmove(nodes []*consumerNode) {
 func (cs *consumers) keepMoved(moved map[*consumerNode]bool) {
 	for _, c := range cs.byKey {
 		if c.registered && !moved[c] {
-			c.registered = false
+			cs.setRegistered(c, false)
 		}
 	}
 }

@@ -269,6 +269,8 @@ func (i *ifaces) publishDirty() {
 	if !i.session.connected {
 		return
 	}
+	i.apps.startScan()
+	defer i.apps.endScan()
 	for s := range i.dirty {
 		if i.settled(s) {
 			delete(i.dirty, s)

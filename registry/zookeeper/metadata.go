@@ -21,8 +21,11 @@ type metaKey struct{ app, instance, revision string }
 // metaEntry is the metadata of one instance and revision: known, being
 // fetched, or failed (retried after retryAt).
 type metaEntry struct {
-	key      metaKey
-	users    int // live instances whose metadata this is
+	key   metaKey
+	users int // live instances whose metadata this is
+	// holders are those instances, with their applications (in practice
+	// one: the key names the instance).
+	holders  map[*instanceState]*appState
 	info     *registry.MetadataInfo
 	fetching bool
 	failures int
@@ -57,16 +60,25 @@ func (ap *apps) metaEntry(key metaKey) *metaEntry {
 }
 
 // useMeta makes e (nil for none) the metadata entry of in, keeping the
-// entries' user counts, and so the count of entries in use, current.
-func (ap *apps) useMeta(in *instanceState, e *metaEntry) {
+// entries' user counts, and so the count of entries in use, current. An
+// entry in use whose metadata is not known is due to be fetched.
+func (ap *apps) useMeta(a *appState, in *instanceState, e *metaEntry) {
 	if old := in.meta; old != nil {
+		delete(old.holders, in)
 		if old.users--; old.users == 0 {
 			ap.metaInUse--
 		}
 	}
 	if e != nil {
+		if e.holders == nil {
+			e.holders = make(map[*instanceState]*appState, 1)
+		}
+		e.holders[in] = a
 		if e.users++; e.users == 1 {
 			ap.metaInUse++
+		}
+		if e.info == nil && !e.fetching {
+			ap.toFetch[e] = struct{}{}
 		}
 	}
 	in.meta = e
@@ -95,25 +107,36 @@ func (ap *apps) evictMetadata() {
 }
 
 // fetchDue starts the metadata fetches that are due, as many as
-// MetadataConcurrency allows.
+// MetadataConcurrency allows. It looks at the entries in use whose
+// metadata is unknown (toFetch) only, not at every instance.
 func (ap *apps) fetchDue() {
 	now := time.Now()
-	for _, a := range ap.byName {
-		for _, in := range a.instances {
-			e := in.meta
-			if in.inst == nil || e == nil || e.info != nil || e.fetching {
-				continue
-			}
-			if now.Before(e.retryAt) {
-				ap.wakeAt(e.retryAt)
-				continue
-			}
-			if ap.fetching >= ap.z.opts.MetadataConcurrency {
-				return // onMetadata wakes the worker
-			}
-			ap.startFetch(e, in.inst)
+	for e := range ap.toFetch {
+		inst := e.instance()
+		if e.users == 0 || e.info != nil || e.fetching || inst == nil {
+			delete(ap.toFetch, e) // useMeta or a failed fetch puts it back when due again
+			continue
+		}
+		if now.Before(e.retryAt) {
+			ap.wakeAt(e.retryAt)
+			continue
+		}
+		if ap.fetching >= ap.z.opts.MetadataConcurrency {
+			return // onMetadata wakes the worker
+		}
+		delete(ap.toFetch, e)
+		ap.startFetch(e, inst)
+	}
+}
+
+// instance is a parsed instance whose metadata e is, nil if none.
+func (e *metaEntry) instance() *registry.Instance {
+	for in := range e.holders {
+		if in.inst != nil {
+			return in.inst
 		}
 	}
+	return nil
 }
 
 // startFetch fetches e's metadata on a helper goroutine, which hands the
@@ -203,14 +226,11 @@ func (ap *apps) onMetadata(m metaResult) {
 		e.retryAt, e.lastErr = time.Now().Add(backoff), m.err.Error()
 		ap.z.log.Warn("cannot fetch instance metadata: the instance is not used", "err", m.err,
 			"failures", e.failures, "retry_in", backoff)
+		ap.toFetch[e] = struct{}{} // again at retryAt, if still in use
 	} else {
 		e.info, e.failures, e.lastErr = m.info, 0, ""
 	}
-	for _, a := range ap.byName {
-		for _, in := range a.instances {
-			if in.meta == e {
-				ap.applyMetadata(a, in)
-			}
-		}
+	for in, a := range e.holders {
+		ap.applyMetadata(a, in)
 	}
 }

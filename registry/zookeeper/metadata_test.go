@@ -26,13 +26,13 @@ func TestAppsMetadataCacheBound(t *testing.T) {
 		return revs
 	}
 	a, b := &instanceState{}, &instanceState{}
-	ap.useMeta(a, ap.meta[key(0)])
-	ap.useMeta(b, ap.meta[key(1)])
+	ap.useMeta(nil, a, ap.meta[key(0)])
+	ap.useMeta(nil, b, ap.meta[key(1)])
 	ap.evictMetadata()
 	if got, want := kept(), []string{"0", "1", "4", "5"}; !slices.Equal(got, want) || ap.metaInUse != 2 {
 		t.Fatalf("kept %v (%d in use), want %v: the 2 in use and the 2 used last", got, ap.metaInUse, want)
 	}
-	ap.useMeta(a, nil) // revision 0 is no longer used: the oldest idle entry
+	ap.useMeta(nil, a, nil) // revision 0 is no longer used: the oldest idle entry
 	ap.evictMetadata()
 	if got, want := kept(), []string{"1", "4", "5"}; !slices.Equal(got, want) || ap.metaInUse != 1 {
 		t.Fatalf("kept %v (%d in use), want %v", got, ap.metaInUse, want)

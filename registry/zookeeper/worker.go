@@ -120,6 +120,14 @@ func (w *worker) run() {
 			w.onLate(r)
 		case m := <-w.apps.metaDone:
 			w.apps.onMetadata(m)
+			for more := true; more; { // the fetches done meanwhile: one step for them all
+				select {
+				case m := <-w.apps.metaDone:
+					w.apps.onMetadata(m)
+				default:
+					more = false
+				}
+			}
 		case <-firstSession.C:
 			w.onNoFirstSession()
 		case <-w.retry.C:
