@@ -52,7 +52,12 @@ type ifaces struct {
 	apps      *apps
 	consumers *consumers
 	byName    map[string]*ifaceState
-	dirty     map[*ifaceState]struct{} // interfaces to publish again
+	dirty     map[*ifaceState]struct{} // interfaces to publish again, once settled
+	// touched are the dirty interfaces whose own nodes changed since the
+	// last publication scan: only they can have become settled, unless
+	// the applications changed (rescan), which any may wait for.
+	touched map[*ifaceState]struct{}
+	rescan  bool
 }
 
 func newIfaces(z *Registry, s *session, ws *watches, a *apps, cs *consumers) *ifaces {
@@ -64,8 +69,20 @@ func newIfaces(z *Registry, s *session, ws *watches, a *apps, cs *consumers) *if
 		consumers: cs,
 		byName:    make(map[string]*ifaceState),
 		dirty:     make(map[*ifaceState]struct{}),
+		touched:   make(map[*ifaceState]struct{}),
 	}
 }
+
+// mark has s published again once settled.
+func (i *ifaces) mark(s *ifaceState) {
+	i.dirty[s] = struct{}{}
+	i.touched[s] = struct{}{}
+}
+
+// appsChanged says that what the applications know changed (a read, a
+// failure, metadata, the session): the next scan looks at every interface
+// waiting.
+func (i *ifaces) appsChanged() { i.rescan = true }
 
 // reconcile makes interface name's state hold exactly the directories in want.
 func (i *ifaces) reconcile(name string, want map[registry.ServiceKey]*registry.Directory) {
@@ -109,7 +126,7 @@ func (i *ifaces) reconcile(name string, want map[registry.ServiceKey]*registry.D
 		if i.settled(s) {
 			i.publish(s) // the new directories answer at once, before any read
 		} else {
-			i.dirty[s] = struct{}{}
+			i.mark(s)
 		}
 	}
 }
@@ -142,6 +159,7 @@ func (i *ifaces) drop(s *ifaceState) {
 	}
 	i.setApps(s, nil)
 	delete(i.dirty, s)
+	delete(i.touched, s)
 	delete(i.byName, s.name)
 }
 
@@ -160,7 +178,7 @@ func (i *ifaces) take(pw *pathWatch, r opResult) {
 	case nodeMapping:
 		i.setApps(s, parseMapping(r.data))
 	}
-	i.dirty[s] = struct{}{}
+	i.mark(s)
 }
 
 // readFailed marks the directories that depend on a node that could not be
@@ -244,7 +262,7 @@ func (i *ifaces) markStale() {
 // offers).
 func (i *ifaces) markDirty(name string) {
 	if s := i.byName[name]; s != nil {
-		i.dirty[s] = struct{}{}
+		i.mark(s)
 	}
 }
 
@@ -254,6 +272,7 @@ func (i *ifaces) markAllDirty() {
 	for _, s := range i.byName {
 		i.dirty[s] = struct{}{}
 	}
+	i.rescan = true
 }
 
 // hasProviders reports whether interface name's providers node exists:
@@ -271,13 +290,19 @@ func (i *ifaces) publishDirty() {
 	}
 	i.apps.startScan()
 	defer i.apps.endScan()
-	for s := range i.dirty {
-		if i.settled(s) {
+	scan := i.touched
+	if i.rescan {
+		scan = i.dirty
+	}
+	for s := range scan {
+		if _, ok := i.dirty[s]; ok && i.settled(s) {
 			delete(i.dirty, s)
 			s.failed = false
 			i.publish(s)
 		}
 	}
+	clear(i.touched)
+	i.rescan = false
 }
 
 // settled reports whether s can be published: every node of its own has

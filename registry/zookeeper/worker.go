@@ -120,6 +120,7 @@ func (w *worker) run() {
 			w.onLate(r)
 		case m := <-w.apps.metaDone:
 			w.apps.onMetadata(m)
+			w.ifaces.appsChanged()
 			for more := true; more; { // the fetches done meanwhile: one step for them all
 				select {
 				case m := <-w.apps.metaDone:
@@ -197,6 +198,7 @@ func (w *worker) takeResults(r *round) {
 		case *pathWatch:
 			t.failed = true
 			w.ifaces.readFailed(t)
+			w.ifaces.appsChanged()
 			r.fail(fmt.Errorf("reading %s: %w", t.path, errGaveUp))
 		case *consumerNode:
 			r.fail(fmt.Errorf("consumer %s: %w", t.key, errGaveUp))
@@ -218,6 +220,7 @@ func (w *worker) readFailed(r *round, pw *pathWatch, op *startedOp, err error) {
 	}
 	w.watches.retryLater(pw, retry)
 	w.ifaces.readFailed(pw)
+	w.ifaces.appsChanged() // a failed application node settles what waited for it
 	if isConnectionError(err) {
 		w.holdUntil = retry
 	}
@@ -235,7 +238,11 @@ func (w *worker) takeFired() {
 // held is forgotten first); a connection lost leaves the directories
 // their providers, stale.
 func (w *worker) syncSession() {
-	switch w.session.sync() {
+	change := w.session.sync()
+	if change != sessionUnchanged {
+		w.ifaces.appsChanged()
+	}
+	switch change {
 	case sessionExpired:
 		w.session.epoch++ // what is still in the client was of the old session
 		w.watches.sessionExpired()
@@ -372,6 +379,7 @@ func (w *worker) take(pw *pathWatch, r opResult) {
 		w.ifaces.take(pw, r)
 	case nodeApp, nodeInstance:
 		w.apps.take(pw, r)
+		w.ifaces.appsChanged()
 	case nodeRoot, nodeMappingRoot:
 		if w.catalog != nil {
 			w.catalog.take(pw, r.children)
