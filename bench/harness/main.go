@@ -11,6 +11,13 @@
 // process of its own per run (the "load" subcommand), and prints one
 // markdown table with the issue's goals; the gateway is profiled during the
 // rows whose goal is missed. See docs/BENCHMARKS.md.
+//
+// Two subcommands measure the gateway's discovery at scale instead (issue
+// 19): "registry" writes a large Dubbo registry into ZooKeeper, and
+// "scale" writes one per size, starts the gateway on it and prints the
+// issue's scale table:
+//
+//	go run ./bench/harness scale -zk HOST:PORT [-sizes 100,1000,5000] [-providers 10] [-mode interface]
 package main
 
 import (
@@ -48,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runLoad(args[1:], stdout, stderr)
 		case "registry":
 			return runRegistry(args[1:], stdout, stderr)
+		case "scale":
+			return runScale(args[1:], stdout, stderr)
 		}
 	}
 	return runBench(args, stdout, stderr)
@@ -89,7 +98,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	}
 	switch {
 	case fs.NArg() > 0:
-		return nil, fmt.Errorf("unexpected arguments %q (subcommands: upstream, provider, load)", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments %q (subcommands: upstream, provider, load, registry, scale)", fs.Args())
 	case o.duration <= 0 || o.warmup < 0 || o.timeout <= 0:
 		return nil, errors.New("-duration and -timeout must be positive, -warmup not negative")
 	case o.rounds < 1 || o.rounds > 100:
