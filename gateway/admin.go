@@ -39,6 +39,7 @@ func (g *Gateway) adminHandler(cfg *config.Config) http.Handler {
 		MaxRequestsInFlight: 4,
 		EnableOpenMetrics:   false,
 	}))
+	mux.HandleFunc("GET /admin/summary", g.adminSummary)
 	mux.HandleFunc("GET /admin/routes", g.adminRoutes)
 	mux.HandleFunc("GET /admin/upstreams", g.adminUpstreams)
 	mux.HandleFunc("GET /admin/services", g.adminServices)
@@ -69,42 +70,58 @@ func (g *Gateway) adminHandler(cfg *config.Config) http.Handler {
 // balancer because ZooKeeper is away would turn a registry outage into a
 // full one. It reads registry state from memory, never over the network.
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
+	t := g.table.Load()
+	rd := g.readiness(t)
+	body := map[string]any{"status": rd.status}
+	if len(rd.pending) > 0 {
+		const shown = 20 // a large registry may have thousands unread
+		body["pending_count"] = len(rd.pending)
+		body["pending"] = rd.pending[:min(len(rd.pending), shown)]
+	}
+	if !rd.ok {
+		writeJSON(w, http.StatusServiceUnavailable, body)
+		return
+	}
+	var degraded []string
+	for _, name := range slices.Sorted(maps.Keys(t.registries)) {
+		if st := t.registries[name].Status(); st.Degraded || st.State == registry.StateConnecting || st.State == registry.StateDisconnected {
+			msg := "registry " + name + ": " + st.State
+			if st.Error != "" {
+				msg += " (" + st.Error + ")"
+			}
+			degraded = append(degraded, msg+"; serving the last known providers")
+		}
+	}
+	if len(degraded) > 0 {
+		body["degraded"] = degraded
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// readiness is what /readyz says of the gateway (and /admin/summary shows).
+type readiness struct {
+	status  string   // ready, starting, draining or "reading the registries"
+	ok      bool     // 200 or 503
+	pending []string // the routes' services not read yet, sorted; only when serving
+}
+
+// readiness reports whether the gateway serves: not while starting or
+// draining, nor (strict readiness) before every route's service was read
+// once; that first time is remembered.
+func (g *Gateway) readiness(t *table) readiness {
 	switch {
 	case g.draining.Load():
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "draining"})
+		return readiness{status: "draining"}
 	case !g.ready.Load():
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "starting"})
-	default:
-		body := map[string]any{"status": "ready"}
-		t := g.table.Load()
-		pending := t.pendingServices()
-		if len(pending) == 0 {
-			g.answered.Store(true)
-		} else {
-			const shown = 20 // a large registry may have thousands unread
-			body["pending_count"] = len(pending)
-			body["pending"] = pending[:min(len(pending), shown)]
-			if !g.answered.Load() && t.cfg.Admin.Readiness != config.ReadinessLenient {
-				body["status"] = "reading the registries"
-				writeJSON(w, http.StatusServiceUnavailable, body)
-				return
-			}
-		}
-		var degraded []string
-		for _, name := range slices.Sorted(maps.Keys(t.registries)) {
-			if st := t.registries[name].Status(); st.Degraded || st.State == registry.StateConnecting || st.State == registry.StateDisconnected {
-				msg := "registry " + name + ": " + st.State
-				if st.Error != "" {
-					msg += " (" + st.Error + ")"
-				}
-				degraded = append(degraded, msg+"; serving the last known providers")
-			}
-		}
-		if len(degraded) > 0 {
-			body["degraded"] = degraded
-		}
-		writeJSON(w, http.StatusOK, body)
+		return readiness{status: "starting"}
 	}
+	rd := readiness{status: "ready", ok: true, pending: t.pendingServices()}
+	if len(rd.pending) == 0 {
+		g.answered.Store(true)
+	} else if !g.answered.Load() && t.cfg.Admin.Readiness != config.ReadinessLenient {
+		rd.status, rd.ok = "reading the registries", false
+	}
+	return rd
 }
 
 // pendingServices lists, sorted, the service keys of the table's Dubbo

@@ -20,10 +20,11 @@ import (
 	"github.com/dubbogw/dubbogw/observe"
 )
 
-// getJSON decodes the JSON answer of an admin endpoint into v.
-func getJSON(t *testing.T, url string, v any) string {
+// getJSON decodes the JSON answer of an admin endpoint into v; hdr are
+// header names and values, as do takes them.
+func getJSON(t *testing.T, url string, v any, hdr ...string) string {
 	t.Helper()
-	a := do(t, "GET", url, nil)
+	a := do(t, "GET", url, nil, hdr...)
 	if a.status != 200 || a.header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET %s: %d %s %s", url, a.status, a.header.Get("Content-Type"), a.body)
 	}
