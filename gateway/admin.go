@@ -198,7 +198,8 @@ func (g *Gateway) adminUpstreams(w http.ResponseWriter, r *http.Request) {
 }
 
 // adminServices lists each registry's state and, per subscribed service
-// key, its state, references and providers (weight, readonly, and the
+// key, its state, references, the breaker each pass-through route keeps
+// for it when not closed, and its providers (weight, readonly, and the
 // state of every route's breaker for that provider): a subscription leak
 // shows here in minutes.
 func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
@@ -214,13 +215,16 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 		Breakers map[string]cluster.BreakerState `json:"breakers"` // by route
 	}
 	type serviceView struct {
-		Registry  string         `json:"registry"`
-		Service   string         `json:"service"`
-		State     string         `json:"state"`
-		Refs      int            `json:"references"`
-		Updated   time.Time      `json:"updated,omitzero"`
-		Discovery string         `json:"discovery,omitempty"` // interface, application or both
-		Providers []providerView `json:"providers"`
+		Registry  string    `json:"registry"`
+		Service   string    `json:"service"`
+		State     string    `json:"state"`
+		Refs      int       `json:"references"`
+		Updated   time.Time `json:"updated,omitzero"`
+		Discovery string    `json:"discovery,omitempty"` // interface, application or both
+		// ServiceBreakers are the service's breakers, by pass-through
+		// route, that are open or half-open.
+		ServiceBreakers map[string]cluster.BreakerState `json:"service_breakers,omitempty"`
+		Providers       []providerView                  `json:"providers"`
 	}
 	type registryView struct {
 		Name string `json:"name"`
@@ -238,6 +242,7 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 	type registryBreakers struct {
 		byService   map[string][]routeBreakers
 		passthrough []routeBreakers
+		services    []*route // pass-through routes: a breaker per service
 	}
 	breakers := map[string]*registryBreakers{}
 	for _, rt := range t.routes {
@@ -261,6 +266,7 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 			reg.byService[key] = append(reg.byService[key], rb)
 		} else {
 			reg.passthrough = append(reg.passthrough, rb)
+			reg.services = append(reg.services, rt)
 		}
 	}
 	regs := []registryView{}
@@ -297,6 +303,14 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 			var routes []routeBreakers
 			if rb != nil {
 				routes = append(slices.Clip(rb.byService[d.Service]), rb.passthrough...)
+				for _, rt := range rb.services {
+					if st, ok := rt.dubbo.ServiceBreaker(d.Service); ok && st.State != cluster.BreakerClosed {
+						if sv.ServiceBreakers == nil {
+							sv.ServiceBreakers = map[string]cluster.BreakerState{}
+						}
+						sv.ServiceBreakers[rt.name] = st.State
+					}
+				}
 			}
 			for _, p := range d.Providers {
 				bs := map[string]cluster.BreakerState{}

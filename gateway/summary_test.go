@@ -67,7 +67,7 @@ type summaryAnswer struct {
 // route, with the errors, the latency histogram, the limits, the breakers
 // not closed (a pass-through route's service breaker among them), the
 // registries and the reloads; behind the admin token, as every /admin
-// endpoint.
+// endpoint. /admin/services shows the service's open breaker beside it.
 func TestAdminSummary(t *testing.T) {
 	const token = "summary-token-0123456789abcdef"
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -201,6 +201,22 @@ routes:
 	}
 	if s.Reload.Successes != 0 || s.Reload.Failures != 0 || !s.Reload.LastSuccessful {
 		t.Errorf("reload before any: %+v", s.Reload)
+	}
+
+	// The service's breaker, beside the service.
+	var services struct {
+		Services []struct {
+			Service         string
+			ServiceBreakers map[string]string `json:"service_breakers"`
+		}
+	}
+	getJSON(t, tg.admin+"/admin/services", &services, auth...)
+	shown := map[string]string{}
+	for _, sv := range services.Services {
+		shown[sv.Service] = fmt.Sprint(sv.ServiceBreakers)
+	}
+	if shown["com.example.demo.DeadService"] != "map[generic:open]" || shown["com.example.demo.UserService"] != "map[]" {
+		t.Errorf("service breakers in /admin/services: %v", shown)
 	}
 
 	// Reloads: a refused one, then a good one.
