@@ -271,30 +271,36 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 	}
 	regs := []registryView{}
 	services := []serviceView{}
-	total, next := 0, ""
+	total := 0
+	more := false // services match after the last one listed
 	for _, name := range slices.Sorted(maps.Keys(t.registries)) {
 		reg := t.registries[name]
 		if q.registry != "" && name != q.registry {
 			continue
 		}
 		regs = append(regs, registryView{Name: name, Status: reg.Status(), References: t.references[name].Len()})
-		if q.afterRegistry != "" && name < q.afterRegistry {
-			continue
-		}
 		f := q.filter
 		if name != q.afterRegistry {
 			f.After = ""
 		}
+		earlier := q.afterRegistry != "" && name < q.afterRegistry // listed on an earlier page
 		left := q.limit - len(services)
+		if earlier {
+			left = 0
+		}
 		f.Limit = left + 1 // one more: is there a next page?
 		page, matched := reg.SelectDirectories(f)
 		total += matched
+		if earlier {
+			continue // counted, so that every page has the same total
+		}
 		if left <= 0 {
-			continue // counted, not listed
+			more = more || matched > 0 // counted, not listed
+			continue
 		}
 		if len(page) > left {
 			page = page[:left]
-			next = name + "/" + page[left-1].Service
+			more = true
 		}
 		rb := breakers[name]
 		for _, d := range page {
@@ -323,15 +329,11 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 			}
 			services = append(services, sv)
 		}
-		if next == "" && len(services) == q.limit {
-			// The page is full at this registry's end: a later registry may
-			// have more; the next page starts after this one's last.
-			next = name + "/" + services[len(services)-1].Service
-		}
 	}
 	body := map[string]any{"registries": regs, "services": services, "total": total}
-	if next != "" && total > len(services) {
-		body["next"] = next
+	if more { // then the page is full: the next one starts after its last
+		last := services[len(services)-1]
+		body["next"] = last.Registry + "/" + last.Service
 	}
 	writeJSON(w, http.StatusOK, body)
 }
