@@ -36,9 +36,9 @@ type summaryView struct {
 	Pending int        `json:"pending_services"`
 	Reload  reloadView `json:"reload"`
 
-	// Requests counts the answered requests of the routes in the
-	// table (and of none), Errors those answered 5xx; both since the
-	// route appeared, as dubbogw_http_requests_total.
+	// Requests counts the answered requests, Errors those answered
+	// 5xx, as dubbogw_http_requests_total has them: each route's since it
+	// appeared, until a reload removes it (once its last request is done).
 	Requests uint64 `json:"requests"`
 	Errors   uint64 `json:"errors"`
 	// ErrorCodes counts the errors the gateway answered itself, by code.
