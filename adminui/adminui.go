@@ -1,8 +1,10 @@
 // Package adminui is the gateway's live dashboard, served on the admin
 // listener at /admin/ui: one page (HTML, CSS and JavaScript embedded in the
 // binary, nothing fetched from elsewhere, so it works offline) that polls
-// the admin API and /metrics; and Redact, the secret-free view of the
-// configuration that the admin API shows.
+// the admin API (/admin/summary every second, never /metrics, whose text
+// grows with every provider; /admin/services a page at a time, while in
+// sight); and Redact, the secret-free view of the configuration that the
+// admin API shows.
 package adminui
 
 import (
@@ -12,7 +14,7 @@ import (
 )
 
 // Path is where the page is served; its assets are below it. The page
-// calls the admin API and /metrics at the root of the same listener.
+// calls the admin API beside it, on the same listener.
 const Path = "/admin/ui"
 
 var (

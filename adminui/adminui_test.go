@@ -2,9 +2,11 @@ package adminui
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -80,15 +82,40 @@ func TestPageWorksUnderAPrefix(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Request.URL.Path != "/ops"+Path+"/" {
 		t.Fatalf("GET /ops%s: %d at %s, want 200 at /ops%s/ (a relative redirect)", Path, resp.StatusCode, resp.Request.URL.Path, Path)
 	}
-	absolute := regexp.MustCompile(`(?:src|href)="/|fetch(?:Text|JSON)?\('/|'/(?:admin|metrics)`)
+	absolute := regexp.MustCompile("(?:src|href)=\"/|fetch(?:Text|JSON)?\\(['`]/|['`]/(?:admin|metrics)")
 	for name, body := range map[string]string{"page": page, "script": script} {
 		if m := absolute.FindAllString(body, -1); len(m) > 0 {
 			t.Errorf("the %s uses absolute paths %q: they break under a prefix", name, m)
 		}
 	}
-	for _, ref := range []string{"'../routes'", "'../services'", "'../limits'", "'../../metrics'"} {
+	for _, ref := range []string{"'../summary'", "'../routes'", "`../services?"} {
 		if !strings.Contains(script, ref) {
 			t.Errorf("the script does not fetch %s", ref)
+		}
+	}
+}
+
+// TestScriptPollsTheSummaryNotMetrics: the page reads /admin/summary,
+// /admin/routes and /admin/services and nothing else; never /metrics,
+// whose text grows with every provider (7.9 MB at 5,000 services of 10,
+// parsed every second), and never the whole services list at once.
+func TestScriptPollsTheSummaryNotMetrics(t *testing.T) {
+	if strings.Contains(script, "metrics") {
+		t.Error("the script names metrics: it must read /admin/summary instead of /metrics")
+	}
+	// Every path the script names, as a string or template literal.
+	paths := regexp.MustCompile("['`](\\.\\./[^'`?$]*)").FindAllStringSubmatch(script, -1)
+	got := map[string]bool{}
+	for _, p := range paths {
+		got[p[1]] = true
+	}
+	if want := map[string]bool{"../summary": true, "../routes": true, "../services": true}; !maps.Equal(got, want) {
+		t.Errorf("the script fetches %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	// Services a page at a time: the limit and the cursor are sent.
+	for _, want := range []string{"limit:", "'after'", "'prefix'"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("the script never sets %s on /admin/services", want)
 		}
 	}
 }

@@ -161,6 +161,7 @@ type Cluster struct {
 	mu           sync.Mutex
 	breakers     map[string]*breaker // provider breakers by address
 	openBreakers atomic.Int64        // provider breakers not closed (policies then check them)
+	openServices atomic.Int64        // service breakers not closed, not evicted
 	closed       bool
 
 	errNoProvider, errRouteOpen, errServiceOpen error
@@ -554,6 +555,7 @@ func (c *Cluster) dropServiceBreaker(b *breaker) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.detached && b.state() != BreakerClosed {
+		c.openServices.Add(-1)
 		c.metrics.serviceOpen.WithLabelValues(c.route).Dec()
 	}
 	b.detached = true
@@ -567,6 +569,10 @@ func (c *Cluster) breakerChanged(b *breaker, from, to BreakerState, now int64) {
 		c.openBreakers.Add(1)
 	case b.scope == ScopeProvider && !b.detached && closed:
 		c.openBreakers.Add(-1)
+	case b.scope == ScopeService && !b.detached && opened:
+		c.openServices.Add(1)
+	case b.scope == ScopeService && !b.detached && closed:
+		c.openServices.Add(-1)
 	}
 	if b.scope == ScopeService {
 		// One series for all of the route's services: the key is not a label.

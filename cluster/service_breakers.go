@@ -62,6 +62,17 @@ func (s *serviceBreakers) get(service string, now int64, onChange func(b *breake
 	return e.b
 }
 
+// lookup returns the breaker of service, or nil when none is kept; unlike
+// get, it makes none and does not count as a use.
+func (s *serviceBreakers) lookup(service string) *breaker {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if e := s.m[service]; e != nil {
+		return e.b
+	}
+	return nil
+}
+
 // victimLocked names the least recently used closed breaker, or the least
 // recently used one when none is closed.
 func (s *serviceBreakers) victimLocked() string {

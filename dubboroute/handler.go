@@ -437,3 +437,13 @@ func (h *Handler) serviceName() string {
 
 // Breakers reports the route's circuit breakers, for the admin API.
 func (h *Handler) Breakers() []cluster.BreakerStatus { return h.cluster.Breakers() }
+
+// OpenBreakers counts the route's breakers not closed, at a cost that does
+// not grow with its providers or services (the admin summary's).
+func (h *Handler) OpenBreakers() cluster.OpenBreakers { return h.cluster.OpenBreakers() }
+
+// ServiceBreaker reports the breaker a pass-through route keeps for
+// service (a service key), if it keeps one.
+func (h *Handler) ServiceBreaker(service string) (cluster.BreakerStatus, bool) {
+	return h.cluster.ServiceBreaker(service)
+}

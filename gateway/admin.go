@@ -39,6 +39,7 @@ func (g *Gateway) adminHandler(cfg *config.Config) http.Handler {
 		MaxRequestsInFlight: 4,
 		EnableOpenMetrics:   false,
 	}))
+	mux.HandleFunc("GET /admin/summary", g.adminSummary)
 	mux.HandleFunc("GET /admin/routes", g.adminRoutes)
 	mux.HandleFunc("GET /admin/upstreams", g.adminUpstreams)
 	mux.HandleFunc("GET /admin/services", g.adminServices)
@@ -69,42 +70,58 @@ func (g *Gateway) adminHandler(cfg *config.Config) http.Handler {
 // balancer because ZooKeeper is away would turn a registry outage into a
 // full one. It reads registry state from memory, never over the network.
 func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
+	t := g.table.Load()
+	rd := g.readiness(t)
+	body := map[string]any{"status": rd.status}
+	if len(rd.pending) > 0 {
+		const shown = 20 // a large registry may have thousands unread
+		body["pending_count"] = len(rd.pending)
+		body["pending"] = rd.pending[:min(len(rd.pending), shown)]
+	}
+	if !rd.ok {
+		writeJSON(w, http.StatusServiceUnavailable, body)
+		return
+	}
+	var degraded []string
+	for _, name := range slices.Sorted(maps.Keys(t.registries)) {
+		if st := t.registries[name].Status(); st.Degraded || st.State == registry.StateConnecting || st.State == registry.StateDisconnected {
+			msg := "registry " + name + ": " + st.State
+			if st.Error != "" {
+				msg += " (" + st.Error + ")"
+			}
+			degraded = append(degraded, msg+"; serving the last known providers")
+		}
+	}
+	if len(degraded) > 0 {
+		body["degraded"] = degraded
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// readiness is what /readyz says of the gateway (and /admin/summary shows).
+type readiness struct {
+	status  string   // ready, starting, draining or "reading the registries"
+	ok      bool     // 200 or 503
+	pending []string // the routes' services not read yet, sorted; only when serving
+}
+
+// readiness reports whether the gateway serves: not while starting or
+// draining, nor (strict readiness) before every route's service was read
+// once; that first time is remembered.
+func (g *Gateway) readiness(t *table) readiness {
 	switch {
 	case g.draining.Load():
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "draining"})
+		return readiness{status: "draining"}
 	case !g.ready.Load():
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "starting"})
-	default:
-		body := map[string]any{"status": "ready"}
-		t := g.table.Load()
-		pending := t.pendingServices()
-		if len(pending) == 0 {
-			g.answered.Store(true)
-		} else {
-			const shown = 20 // a large registry may have thousands unread
-			body["pending_count"] = len(pending)
-			body["pending"] = pending[:min(len(pending), shown)]
-			if !g.answered.Load() && t.cfg.Admin.Readiness != config.ReadinessLenient {
-				body["status"] = "reading the registries"
-				writeJSON(w, http.StatusServiceUnavailable, body)
-				return
-			}
-		}
-		var degraded []string
-		for _, name := range slices.Sorted(maps.Keys(t.registries)) {
-			if st := t.registries[name].Status(); st.Degraded || st.State == registry.StateConnecting || st.State == registry.StateDisconnected {
-				msg := "registry " + name + ": " + st.State
-				if st.Error != "" {
-					msg += " (" + st.Error + ")"
-				}
-				degraded = append(degraded, msg+"; serving the last known providers")
-			}
-		}
-		if len(degraded) > 0 {
-			body["degraded"] = degraded
-		}
-		writeJSON(w, http.StatusOK, body)
+		return readiness{status: "starting"}
 	}
+	rd := readiness{status: "ready", ok: true, pending: t.pendingServices()}
+	if len(rd.pending) == 0 {
+		g.answered.Store(true)
+	} else if !g.answered.Load() && t.cfg.Admin.Readiness != config.ReadinessLenient {
+		rd.status, rd.ok = "reading the registries", false
+	}
+	return rd
 }
 
 // pendingServices lists, sorted, the service keys of the table's Dubbo
@@ -181,7 +198,8 @@ func (g *Gateway) adminUpstreams(w http.ResponseWriter, r *http.Request) {
 }
 
 // adminServices lists each registry's state and, per subscribed service
-// key, its state, references and providers (weight, readonly, and the
+// key, its state, references, the breaker each pass-through route keeps
+// for it when not closed, and its providers (weight, readonly, and the
 // state of every route's breaker for that provider): a subscription leak
 // shows here in minutes.
 func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
@@ -197,13 +215,16 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 		Breakers map[string]cluster.BreakerState `json:"breakers"` // by route
 	}
 	type serviceView struct {
-		Registry  string         `json:"registry"`
-		Service   string         `json:"service"`
-		State     string         `json:"state"`
-		Refs      int            `json:"references"`
-		Updated   time.Time      `json:"updated,omitzero"`
-		Discovery string         `json:"discovery,omitempty"` // interface, application or both
-		Providers []providerView `json:"providers"`
+		Registry  string    `json:"registry"`
+		Service   string    `json:"service"`
+		State     string    `json:"state"`
+		Refs      int       `json:"references"`
+		Updated   time.Time `json:"updated,omitzero"`
+		Discovery string    `json:"discovery,omitempty"` // interface, application or both
+		// ServiceBreakers are the service's breakers, by pass-through
+		// route, that are open or half-open.
+		ServiceBreakers map[string]cluster.BreakerState `json:"service_breakers,omitempty"`
+		Providers       []providerView                  `json:"providers"`
 	}
 	type registryView struct {
 		Name string `json:"name"`
@@ -221,6 +242,7 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 	type registryBreakers struct {
 		byService   map[string][]routeBreakers
 		passthrough []routeBreakers
+		services    []*route // pass-through routes: a breaker per service
 	}
 	breakers := map[string]*registryBreakers{}
 	for _, rt := range t.routes {
@@ -244,34 +266,41 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 			reg.byService[key] = append(reg.byService[key], rb)
 		} else {
 			reg.passthrough = append(reg.passthrough, rb)
+			reg.services = append(reg.services, rt)
 		}
 	}
 	regs := []registryView{}
 	services := []serviceView{}
-	total, next := 0, ""
+	total := 0
+	more := false // services match after the last one listed
 	for _, name := range slices.Sorted(maps.Keys(t.registries)) {
 		reg := t.registries[name]
 		if q.registry != "" && name != q.registry {
 			continue
 		}
 		regs = append(regs, registryView{Name: name, Status: reg.Status(), References: t.references[name].Len()})
-		if q.afterRegistry != "" && name < q.afterRegistry {
-			continue
-		}
 		f := q.filter
 		if name != q.afterRegistry {
 			f.After = ""
 		}
+		earlier := q.afterRegistry != "" && name < q.afterRegistry // listed on an earlier page
 		left := q.limit - len(services)
+		if earlier {
+			left = 0
+		}
 		f.Limit = left + 1 // one more: is there a next page?
 		page, matched := reg.SelectDirectories(f)
 		total += matched
+		if earlier {
+			continue // counted, so that every page has the same total
+		}
 		if left <= 0 {
-			continue // counted, not listed
+			more = more || matched > 0 // counted, not listed
+			continue
 		}
 		if len(page) > left {
 			page = page[:left]
-			next = name + "/" + page[left-1].Service
+			more = true
 		}
 		rb := breakers[name]
 		for _, d := range page {
@@ -280,6 +309,14 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 			var routes []routeBreakers
 			if rb != nil {
 				routes = append(slices.Clip(rb.byService[d.Service]), rb.passthrough...)
+				for _, rt := range rb.services {
+					if st, ok := rt.dubbo.ServiceBreaker(d.Service); ok && st.State != cluster.BreakerClosed {
+						if sv.ServiceBreakers == nil {
+							sv.ServiceBreakers = map[string]cluster.BreakerState{}
+						}
+						sv.ServiceBreakers[rt.name] = st.State
+					}
+				}
 			}
 			for _, p := range d.Providers {
 				bs := map[string]cluster.BreakerState{}
@@ -292,15 +329,11 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 			}
 			services = append(services, sv)
 		}
-		if next == "" && len(services) == q.limit {
-			// The page is full at this registry's end: a later registry may
-			// have more; the next page starts after this one's last.
-			next = name + "/" + services[len(services)-1].Service
-		}
 	}
 	body := map[string]any{"registries": regs, "services": services, "total": total}
-	if next != "" && total > len(services) {
-		body["next"] = next
+	if more { // then the page is full: the next one starts after its last
+		last := services[len(services)-1]
+		body["next"] = last.Registry + "/" + last.Service
 	}
 	writeJSON(w, http.StatusOK, body)
 }

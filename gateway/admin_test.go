@@ -20,10 +20,11 @@ import (
 	"github.com/dubbogw/dubbogw/observe"
 )
 
-// getJSON decodes the JSON answer of an admin endpoint into v.
-func getJSON(t *testing.T, url string, v any) string {
+// getJSON decodes the JSON answer of an admin endpoint into v; hdr are
+// header names and values, as do takes them.
+func getJSON(t *testing.T, url string, v any, hdr ...string) string {
 	t.Helper()
-	a := do(t, "GET", url, nil)
+	a := do(t, "GET", url, nil, hdr...)
 	if a.status != 200 || a.header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET %s: %d %s %s", url, a.status, a.header.Get("Content-Type"), a.body)
 	}
@@ -238,9 +239,11 @@ routes:
 	}
 }
 
-// BenchmarkAdminEndpoints measures what an open dashboard costs the
-// gateway per poll (/metrics every second; the admin API every 5s), against
-// /livez as the baseline of the admin listener's own overhead.
+// BenchmarkAdminEndpoints measures what each admin endpoint costs the
+// gateway per call (an open dashboard asks /admin/summary every second,
+// /admin/routes and a page of /admin/services every 5s; Prometheus
+// scrapes /metrics), against /livez as the baseline of the admin
+// listener's own overhead.
 func BenchmarkAdminEndpoints(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "gw.yaml")
 	yaml := baseYAML + `
@@ -268,7 +271,7 @@ routes:
 		_ = g.Shutdown(ctx)
 	}()
 	h := g.adminHandler(g.startCfg)
-	for _, target := range []string{"/livez", "/metrics", "/admin/routes", "/admin/services", "/admin/limits", "/admin/breakers", "/admin/config", "/admin/ui"} {
+	for _, target := range []string{"/livez", "/admin/summary", "/metrics", "/admin/routes", "/admin/services", "/admin/limits", "/admin/breakers", "/admin/config", "/admin/ui"} {
 		b.Run(strings.TrimPrefix(target, "/"), func(b *testing.B) {
 			req := httptest.NewRequest("GET", target, nil)
 			b.ReportAllocs()

@@ -225,32 +225,97 @@ func TestDashboardInChromium(t *testing.T) {
 	provider := startProvider(t)
 	tg := startGW(t, fmt.Sprintf(`
 upstreams: {a: {targets: [{url: %q}]}}
-registries: {demo: {providers: {com.example.demo.UserService: [%q]}}}
+registries: {demo: {providers: {com.example.demo.UserService: [%q], com.example.demo.OtherService: []}}}
 routes:
   - {name: orders-route, match: {prefix: /orders}, upstream: a}
   - {name: users-route, match: {methods: [GET], path: "/users/{id}"},
      dubbo: {registry: demo, interface: com.example.demo.UserService, method: getUser,
              params: [{type: java.lang.String, from: path, name: id}]}}
+  - {name: other-route, match: {path: /other}, dubbo: {registry: demo, interface: com.example.demo.OtherService, method: m}}
 `, a.URL, provider))
 
 	// The admin listener is reached through a proxy that serves it under
 	// /ops, as an operator's ingress might: the page must work there too.
+	// It counts what the page asks for.
 	adminURL, err := url.Parse(tg.admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ingress := httptest.NewServer(http.StripPrefix("/ops", httputil.NewSingleHostReverseProxy(adminURL)))
+	var fetchedMu sync.Mutex
+	fetched := map[string]int{}
+	fetches := func(path string) int {
+		fetchedMu.Lock()
+		defer fetchedMu.Unlock()
+		return fetched[path]
+	}
+	admin := httputil.NewSingleHostReverseProxy(adminURL)
+	ingress := httptest.NewServer(http.StripPrefix("/ops", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetchedMu.Lock()
+		fetched[r.URL.Path]++
+		fetchedMu.Unlock()
+		admin.ServeHTTP(w, r)
+	})))
 	t.Cleanup(ingress.Close)
+	// A short window: the services table starts below it, out of sight.
+	browser.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1000, "height": 200, "deviceScaleFactor": 1, "mobile": false})
 	browser.call("Page.navigate", map[string]any{"url": ingress.URL + "/ops/admin/ui"})
 	routes := browser.waitFor("route names", `document.querySelector('#routes tbody')?.textContent ?? ''`,
 		func(v string) bool { return strings.Contains(v, "orders-route") && strings.Contains(v, "users-route") })
 	if !strings.Contains(routes, "com.example.demo.UserService.getUser") {
 		t.Errorf("routes table lacks the Dubbo target: %q", routes)
 	}
-	browser.waitFor("services", `document.querySelector('#services tbody')?.textContent ?? ''`,
+	browser.waitFor("registries", `document.getElementById('registries')?.textContent ?? ''`,
+		func(v string) bool { return strings.Contains(v, "demo: static static · 2 services, 1 providers") })
+
+	// The page polls the summary, never /metrics, and not the services
+	// while their table is out of sight.
+	deadline := time.Now().Add(20 * time.Second)
+	for fetches("/admin/summary") < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the page asked /admin/summary %d times in 20s", fetches("/admin/summary"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := fetches("/metrics"); n != 0 {
+		t.Errorf("the page fetched /metrics %d times", n)
+	}
+	if n := fetches("/admin/services"); n != 0 {
+		t.Errorf("the page fetched /admin/services %d times with the services out of sight", n)
+	}
+	browser.eval(`(() => { document.getElementById('services-view').scrollIntoView(); return ''; })()`)
+	servicesText := `document.querySelector('#services tbody')?.textContent ?? ''`
+	browser.waitFor("services once in sight", servicesText,
 		func(v string) bool { return strings.Contains(v, "com.example.demo.UserService") })
 
-	// No traffic yet: once two scrapes are in, the rate is 0.
+	// A page at a time (here one service a page), filtered by prefix.
+	filter := func(prefix string) {
+		browser.eval(fmt.Sprintf(`(() => { const f = document.getElementById('services-filter'); f.value = %q;
+			f.dispatchEvent(new Event('input')); return ''; })()`, prefix))
+	}
+	shown := `document.querySelector('#services tbody').textContent + ' | ' + document.getElementById('services-more').textContent`
+	browser.eval(`(() => { document.getElementById('services').dataset.page = '1'; return ''; })()`)
+	filter("com.example.demo.")
+	browser.waitFor("the first page", shown, func(v string) bool {
+		return strings.Contains(v, "OtherService") && !strings.Contains(v, "UserService") && strings.HasSuffix(v, "1–1 of 2")
+	})
+	browser.eval(`(() => { document.getElementById('services-next').click(); return ''; })()`)
+	browser.waitFor("the next page", shown, func(v string) bool {
+		return strings.Contains(v, "UserService") && !strings.Contains(v, "OtherService") && strings.HasSuffix(v, "2–2 of 2")
+	})
+	if d := browser.eval(`String(document.getElementById('services-next').disabled)`); d != "true" {
+		t.Error("next page offered on the last page")
+	}
+	browser.eval(`(() => { document.getElementById('services-prev').click(); return ''; })()`)
+	browser.waitFor("the previous page", shown, func(v string) bool { return strings.HasSuffix(v, "1–1 of 2") })
+	filter("com.example.demo.U")
+	browser.waitFor("a filtered page", shown, func(v string) bool {
+		return strings.Contains(v, "UserService") && strings.HasSuffix(v, "1–1 of 1")
+	})
+	if n := fetches("/metrics"); n != 0 {
+		t.Errorf("the page fetched /metrics %d times", n)
+	}
+
+	// No traffic yet: once two summaries are in, the rate is 0.
 	rateExpr := `document.getElementById('rate')?.dataset.value ?? ''`
 	before := browser.waitFor("first rate", rateExpr, func(v string) bool { return v != "" })
 	if r, _ := strconv.ParseFloat(before, 64); r != 0 {

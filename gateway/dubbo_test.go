@@ -623,8 +623,8 @@ func TestAdminServicesPages(t *testing.T) {
 	var paged []string
 	for q := "?limit=4"; ; {
 		p := get(q)
-		if p.Total != all.Total || len(p.Services) > 4 {
-			t.Fatalf("%s: %d services, total %d", q, len(p.Services), p.Total)
+		if p.Total != all.Total || len(p.Services) > 4 || len(p.Services) == 0 {
+			t.Fatalf("%s: %d services, total %d (an empty page: the previous one's next led nowhere)", q, len(p.Services), p.Total)
 		}
 		for _, s := range p.Services {
 			paged = append(paged, s.Registry+"/"+s.Service)
@@ -641,6 +641,9 @@ func TestAdminServicesPages(t *testing.T) {
 	if !slices.Equal(paged, want) || !slices.IsSorted(want) {
 		t.Errorf("pages:\n%v\nwant, in order:\n%v", paged, want)
 	}
+	if p := get(fmt.Sprintf("?limit=1&after=%s", url.QueryEscape(want[len(want)-2]))); len(p.Services) != 1 || p.Next != "" {
+		t.Errorf("the last page: %+v, want its one service and no next", p)
+	}
 	if p := get("?prefix=" + url.QueryEscape("com.example.demo.UserService:v")); p.Total != 10 || len(p.Services) != 10 {
 		t.Errorf("prefix: %d listed, total %d; want the 10 versions", len(p.Services), p.Total)
 	}
@@ -650,6 +653,50 @@ func TestAdminServicesPages(t *testing.T) {
 	for _, bad := range []string{"?limit=0", "?limit=x", "?after=nocursor"} {
 		if a := do(t, "GET", tg.admin+"/admin/services"+bad, nil); a.status != 400 {
 			t.Errorf("%s: %d, want 400", bad, a.status)
+		}
+	}
+}
+
+// TestAdminServicesPagesAcrossRegistries: pages run from one registry
+// into the next; every page has the same total, none is empty, the last
+// has no next.
+func TestAdminServicesPagesAcrossRegistries(t *testing.T) {
+	tg := startGW(t, `
+registries:
+  a: {providers: {com.example.A1: [], com.example.A2: [], com.example.A3: []}}
+  b: {providers: {com.example.B1: [], com.example.B2: []}}
+  c: {providers: {com.example.C1: []}}
+routes:
+  - {name: a1, match: {path: /a1}, dubbo: {registry: a, interface: com.example.A1, method: m}}
+  - {name: a2, match: {path: /a2}, dubbo: {registry: a, interface: com.example.A2, method: m}}
+  - {name: a3, match: {path: /a3}, dubbo: {registry: a, interface: com.example.A3, method: m}}
+  - {name: b1, match: {path: /b1}, dubbo: {registry: b, interface: com.example.B1, method: m}}
+  - {name: b2, match: {path: /b2}, dubbo: {registry: b, interface: com.example.B2, method: m}}
+`)
+	want := []string{"a/com.example.A1", "a/com.example.A2", "a/com.example.A3", "b/com.example.B1", "b/com.example.B2"}
+	for _, limit := range []int{1, 2, 3, 5, 6} {
+		var listed []string
+		pages := 0
+		for q := fmt.Sprintf("?limit=%d", limit); ; pages++ {
+			var p struct {
+				Services []struct{ Registry, Service string }
+				Total    int
+				Next     string
+			}
+			getJSON(t, tg.admin+"/admin/services"+q, &p)
+			if p.Total != len(want) || len(p.Services) == 0 || len(p.Services) > limit || pages > len(want) {
+				t.Fatalf("limit %d, %s: %+v", limit, q, p)
+			}
+			for _, s := range p.Services {
+				listed = append(listed, s.Registry+"/"+s.Service)
+			}
+			if p.Next == "" {
+				break
+			}
+			q = fmt.Sprintf("?limit=%d&after=%s", limit, url.QueryEscape(p.Next))
+		}
+		if !slices.Equal(listed, want) {
+			t.Errorf("limit %d: pages list %v, want %v", limit, listed, want)
 		}
 	}
 }

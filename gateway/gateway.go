@@ -86,6 +86,8 @@ type Gateway struct {
 	edgeLog               observe.LogSampler // bounds the log lines of refused requests
 	startCfg              *config.Config
 	writeTimeout          time.Duration // server.write_timeout, fixed at Start
+	started               time.Time     // New's, for the uptime
+	reloads               reloadLog     // for /admin/summary
 }
 
 // New loads the configuration and builds the first route table. Nothing
@@ -97,7 +99,7 @@ func New(opts Options) (*Gateway, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	g := &Gateway{opts: opts, log: opts.Logger, registry: opts.Registry, stop: make(chan struct{})}
+	g := &Gateway{opts: opts, log: opts.Logger, registry: opts.Registry, stop: make(chan struct{}), started: time.Now()}
 	g.metrics = newMetrics(g.registry,
 		func() float64 {
 			if g.ready.Load() {
@@ -179,6 +181,7 @@ func New(opts Options) (*Gateway, error) {
 	g.metrics.routes.Set(float64(len(t.routes)))
 	g.metrics.reloadOK.Set(1)
 	g.metrics.reloadTime.SetToCurrentTime()
+	g.reloads.record(nil, time.Now(), false)
 	return g, nil
 }
 
@@ -306,6 +309,7 @@ func (g *Gateway) Reload(ctx context.Context) error {
 	g.reloadMu.Lock()
 	defer g.reloadMu.Unlock()
 	err := g.reload()
+	g.reloads.record(err, time.Now(), true)
 	if err != nil {
 		g.metrics.reloads.WithLabelValues("failure").Inc()
 		g.metrics.reloadOK.Set(0)

@@ -311,6 +311,25 @@ func (c *Client) Healthy() bool {
 	return !c.closed.Load() && c.connected.Load() && c.breaker.closed()
 }
 
+// State is the client's connection and breaker, for the admin summary.
+type State struct {
+	Connected bool `json:"connected"`
+	// Breaker is "closed", "open" or "half_open" (a probe may go through).
+	Breaker string `json:"breaker"`
+}
+
+// State reports whether the client is connected and its breaker's state.
+func (c *Client) State() State {
+	st := State{Connected: !c.closed.Load() && c.connected.Load(), Breaker: "closed"}
+	switch c.breaker.state.Load() {
+	case stateOpen:
+		st.Breaker = "open"
+	case stateProbing:
+		st.Breaker = "half_open"
+	}
+	return st
+}
+
 // Timeout is the deadline the client gives a command whose context has no
 // sooner one.
 func (c *Client) Timeout() time.Duration { return c.timeout }

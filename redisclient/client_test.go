@@ -316,8 +316,8 @@ func TestBreaker(t *testing.T) {
 	if took := time.Since(start); took >= timeout/2 {
 		t.Errorf("an open breaker took %s to fail a command", took)
 	}
-	if c.Healthy() || state() != 1 {
-		t.Errorf("open breaker: healthy %v, state %v", c.Healthy(), state())
+	if c.Healthy() || state() != 1 || c.State() != (redisclient.State{Connected: true, Breaker: "open"}) {
+		t.Errorf("open breaker: healthy %v, state %v, State() %+v", c.Healthy(), state(), c.State())
 	}
 
 	// After openFor one probe goes to Redis; still frozen, it fails and
@@ -340,8 +340,8 @@ func TestBreaker(t *testing.T) {
 	// Redis back: the next probe succeeds and closes it.
 	s.Thaw()
 	testenv.WaitFor(t, 5*time.Second, "recovery", func() bool { return get() == nil })
-	if !c.Healthy() || state() != 0 {
-		t.Errorf("recovered: healthy %v, state %v", c.Healthy(), state())
+	if !c.Healthy() || state() != 0 || c.State() != (redisclient.State{Connected: true, Breaker: "closed"}) {
+		t.Errorf("recovered: healthy %v, state %v, State() %+v", c.Healthy(), state(), c.State())
 	}
 	if got := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "breaker_open"}); got < 2 {
 		t.Errorf("breaker_open errors %v", got)
@@ -368,8 +368,8 @@ func TestStartWithRedisDown(t *testing.T) {
 			t.Fatalf("Get before Redis is up: %v, want ErrUnavailable", err)
 		}
 	}
-	if c.Healthy() || testenv.MetricValue(t, reg, "dubbogw_redis_connected", nil) != 0 {
-		t.Error("healthy before connecting")
+	if c.Healthy() || testenv.MetricValue(t, reg, "dubbogw_redis_connected", nil) != 0 || c.State().Connected {
+		t.Errorf("healthy before connecting: %+v", c.State())
 	}
 	testenv.StartRedis(t, addr)
 	if err := c.WaitConnected(ctx); err != nil {
@@ -378,8 +378,8 @@ func TestStartWithRedisDown(t *testing.T) {
 	if _, _, _, err := c.Get(ctx, "k"); err != nil {
 		t.Fatalf("Get once connected: %v", err)
 	}
-	if !c.Healthy() || testenv.MetricValue(t, reg, "dubbogw_redis_connected", nil) != 1 {
-		t.Error("not healthy once connected")
+	if !c.Healthy() || testenv.MetricValue(t, reg, "dubbogw_redis_connected", nil) != 1 || !c.State().Connected {
+		t.Errorf("not healthy once connected: %+v", c.State())
 	}
 	if got := testenv.MetricValue(t, reg, "dubbogw_redis_errors_total", map[string]string{"kind": "unavailable"}); got != 3 {
 		t.Errorf("unavailable errors %v, want 3", got)

@@ -49,6 +49,14 @@ type Registry interface {
 	Close() error
 }
 
+// ProviderCounter is a Registry that keeps count of the providers its
+// live directories list, as they change: reading the count costs nothing,
+// where Directories reads every provider. A provider listed for two
+// service keys counts twice.
+type ProviderCounter interface {
+	ProviderCount() int
+}
+
 // Connection states of Status.State.
 const (
 	StateStatic       = "static"       // no connection to keep
@@ -155,6 +163,12 @@ type Directory struct {
 	readyOnce sync.Once
 	ready     chan struct{}
 	release   func(d *Directory, now bool)
+
+	// counted is the count of providers of the set that made d (nil: none);
+	// countMu orders the changes of d's snapshot and its drop, so that a
+	// snapshot counts exactly while d is live.
+	counted *atomic.Int64
+	countMu sync.Mutex
 }
 
 func newDirectory(key ServiceKey, release func(*Directory, bool)) *Directory {
@@ -214,7 +228,7 @@ func (d *Directory) Live() bool { return !d.dropped.Load() }
 // Set publishes a new snapshot (which the directory now owns) and marks
 // the directory current and ready.
 func (d *Directory) Set(ps []*cluster.Provider) {
-	d.providers.Store(&ps)
+	d.store(ps)
 	d.updated.Store(time.Now().UnixNano())
 	d.stale.Store(false)
 	d.markReady()
@@ -252,6 +266,40 @@ func (d *Directory) MarkStale() {
 
 func (d *Directory) markReady() { d.readyOnce.Do(func() { close(d.ready) }) }
 
+// store publishes ps and counts the change of its length while d is live.
+func (d *Directory) store(ps []*cluster.Provider) {
+	if d.counted == nil {
+		d.providers.Store(&ps)
+		return
+	}
+	d.countMu.Lock()
+	defer d.countMu.Unlock()
+	old := d.providers.Swap(&ps)
+	if !d.dropped.Load() {
+		d.counted.Add(int64(len(ps) - lenOf(old)))
+	}
+}
+
+// drop marks d no longer kept by its registry, and uncounts its providers.
+func (d *Directory) drop() {
+	if d.counted == nil {
+		d.dropped.Store(true)
+		return
+	}
+	d.countMu.Lock()
+	defer d.countMu.Unlock()
+	if !d.dropped.Swap(true) {
+		d.counted.Add(-int64(lenOf(d.providers.Load())))
+	}
+}
+
+func lenOf(ps *[]*cluster.Provider) int {
+	if ps == nil {
+		return 0
+	}
+	return len(*ps)
+}
+
 // Directories is the ref-counted set of directories a registry shares, one
 // per service key. A registry implementation supplies OnFirst (start
 // watching a key) and OnLast (stop): OnFirst runs when a key gets its
@@ -263,9 +311,10 @@ type Directories struct {
 	OnFirst func(*Directory)
 	OnLast  func(*Directory)
 
-	mu     sync.Mutex
-	dirs   map[ServiceKey]*dirEntry
-	closed bool
+	mu        sync.Mutex
+	dirs      map[ServiceKey]*dirEntry
+	closed    bool
+	providers atomic.Int64 // listed by the live directories
 }
 
 type dirEntry struct {
@@ -290,6 +339,7 @@ func (s *Directories) Acquire(key ServiceKey) *Directory {
 		return e.dir
 	}
 	d := newDirectory(key, s.release)
+	d.counted = &s.providers
 	s.dirs[key] = &dirEntry{dir: d, refs: 1}
 	if !s.closed && s.OnFirst != nil {
 		s.OnFirst(d)
@@ -325,7 +375,7 @@ func (s *Directories) release(d *Directory, now bool) {
 // drop removes e; the lock is held.
 func (s *Directories) drop(e *dirEntry) {
 	delete(s.dirs, e.dir.key)
-	e.dir.dropped.Store(true)
+	e.dir.drop()
 	if !s.closed && s.OnLast != nil {
 		s.OnLast(e.dir)
 	}
@@ -348,6 +398,11 @@ func (s *Directories) Len() int {
 	defer s.mu.Unlock()
 	return len(s.dirs)
 }
+
+// ProviderCount is the number of providers the live directories list (a
+// provider of two service keys counts twice); it is kept as they change,
+// so reading it costs nothing.
+func (s *Directories) ProviderCount() int { return int(s.providers.Load()) }
 
 // Close stops pending releases; OnFirst and OnLast are not called again.
 func (s *Directories) Close() {

@@ -1,11 +1,12 @@
 package registry
 
 import (
+	"fmt"
 	"sync"
-
-	"github.com/dubbogw/dubbogw/cluster"
 	"testing"
 	"time"
+
+	"github.com/dubbogw/dubbogw/cluster"
 )
 
 func TestParseProviderURL(t *testing.T) {
@@ -114,5 +115,64 @@ func TestOneDirectoryPerKey(t *testing.T) {
 	}
 	if st := s.Directories(); len(st) != 0 {
 		t.Fatalf("directories left after release: %+v", st)
+	}
+}
+
+// TestProviderCount: the count of providers follows every snapshot of the
+// live directories, and stops counting a directory once dropped, however
+// its last snapshots and its drop interleave.
+func TestProviderCount(t *testing.T) {
+	s, err := NewStatic(map[string][]string{
+		"a.B": {"127.0.0.1:20880", "127.0.0.1:20881"},
+		"c.D": {"127.0.0.1:20882", "127.0.0.1:20883", "127.0.0.1:20884"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab := s.Subscribe(ServiceKey{Interface: "a.B"})
+	if n := s.ProviderCount(); n != 2 {
+		t.Errorf("one directory of 2 providers: %d", n)
+	}
+	cd := s.Subscribe(ServiceKey{Interface: "c.D"})
+	none := s.Subscribe(ServiceKey{Interface: "no.Provider"})
+	if n := s.ProviderCount(); n != 5 {
+		t.Errorf("2 + 3 + 0 providers: %d", n)
+	}
+	cd.Set(cd.Providers()[:1])
+	if n := s.ProviderCount(); n != 3 {
+		t.Errorf("after c.D went down to 1 provider: %d", n)
+	}
+	ab.Release() // no grace: dropped at once
+	if n := s.ProviderCount(); n != 1 {
+		t.Errorf("after a.B was dropped: %d", n)
+	}
+	ab.Set(cd.Providers()) // a late update of a dropped directory
+	if n := s.ProviderCount(); n != 1 {
+		t.Errorf("a dropped directory's update counted: %d", n)
+	}
+	cd.Release()
+	none.Release()
+	if n := s.ProviderCount(); n != 0 {
+		t.Errorf("no directory left: %d", n)
+	}
+
+	// Updates racing the drop.
+	var set Directories
+	ps := make([]*cluster.Provider, 10)
+	for i := range 50 {
+		d := set.Acquire(ServiceKey{Interface: "x.Y", Version: fmt.Sprint(i)})
+		var wg sync.WaitGroup
+		for j := range 4 {
+			wg.Go(func() {
+				for k := range 20 {
+					d.Set(ps[:(j+k)%len(ps)])
+				}
+			})
+		}
+		wg.Go(d.Release)
+		wg.Wait()
+	}
+	if n := set.ProviderCount(); n != 0 {
+		t.Errorf("every directory dropped while being updated, %d providers still counted", n)
 	}
 }

@@ -14,6 +14,8 @@ type Static struct {
 	dirs      Directories
 }
 
+var _ ProviderCounter = (*Static)(nil)
+
 // NewStatic builds a static registry from interface → provider URLs.
 func NewStatic(providers map[string][]string) (*Static, error) {
 	s := &Static{urls: make(map[string][]*ProviderURL, len(providers)), providers: map[*ProviderURL]*cluster.Provider{}}
@@ -66,6 +68,9 @@ func (s *Static) Directories() []DirectoryStatus { return s.dirs.Status() }
 func (s *Static) Status() Status {
 	return Status{Type: "static", State: StateStatic, Subscriptions: s.dirs.Len()}
 }
+
+// ProviderCount is the number of providers its live directories list.
+func (s *Static) ProviderCount() int { return s.dirs.ProviderCount() }
 
 // Close releases nothing: a static registry holds no connection.
 func (s *Static) Close() error {

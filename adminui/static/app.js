@@ -1,103 +1,40 @@
-// dubbogw dashboard: polls /metrics every second and the admin API every
-// few seconds, and draws the figures and sparklines from them. Everything
-// is computed here, from the gateway's own Prometheus text.
+// dubbogw dashboard: polls /admin/summary every second (a compact answer
+// whose size does not grow with the registries' providers) and draws the
+// figures and sparklines from the difference of two polls; reads the
+// routes every few seconds, and the services a page at a time, only while
+// their table is on screen.
 'use strict';
 
-const METRICS_EVERY_MS = 1000;
+const SUMMARY_EVERY_MS = 1000;
 const ADMIN_EVERY_MS = 5000;
 const FETCH_TIMEOUT_MS = 3000;
-const HISTORY = 120; // sparkline points, one per metrics poll
+const HISTORY = 120; // sparkline points, one per summary poll
+const SERVICES_PAGE = 100; // services listed at a time (the table's data-page may say fewer)
 
 const history = { rate: [], p50: [], p99: [], errors: [] };
-let previous = null; // the last metrics snapshot
+let previous = null; // the last summary, with the time it was read
 let routeRates = {}; // route name → req/s over the last poll
 
-// ---- Prometheus text format ------------------------------------------------
-
-// parseMetrics parses the Prometheus text exposition format into samples
-// {name, labels, value}. Comments, blank and malformed lines are skipped.
-function parseMetrics(text) {
-  const samples = [];
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
-    if (line === '' || line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (!m) continue;
-    const value = parseValue(m[3]);
-    if (!Number.isNaN(value)) samples.push({ name: m[1], labels: parseLabels(m[2] || ''), value });
-  }
-  return samples;
-}
-
-function parseLabels(text) {
-  const labels = {};
-  const re = /([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"/g;
-  for (let m; (m = re.exec(text)) !== null;) {
-    labels[m[1]] = m[2].replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
-  }
-  return labels;
-}
-
-function parseValue(s) {
-  switch (s) {
-    case '+Inf': return Infinity;
-    case '-Inf': return -Infinity;
-    default: return Number(s);
-  }
-}
-
-// snapshot sums what the dashboard needs from one scrape.
-function snapshot(samples) {
-  const s = { time: performance.now(), requests: 0, errors: 0, byRoute: {}, buckets: {}, sum: 0, count: 0, redis: null };
-  for (const { name, labels, value } of samples) {
-    switch (name) {
-      case 'dubbogw_http_requests_total':
-        s.requests += value;
-        if (Number(labels.code) >= 500) s.errors += value;
-        s.byRoute[labels.route] = (s.byRoute[labels.route] || 0) + value;
-        break;
-      case 'dubbogw_http_request_duration_seconds_bucket':
-        s.buckets[labels.le] = (s.buckets[labels.le] || 0) + value;
-        break;
-      case 'dubbogw_http_request_duration_seconds_sum':
-        s.sum += value;
-        break;
-      case 'dubbogw_http_request_duration_seconds_count':
-        s.count += value;
-        break;
-      case 'dubbogw_redis_connected':
-        s.redis = Object.assign(s.redis || {}, { connected: value === 1 });
-        break;
-      case 'dubbogw_redis_breaker_state':
-        s.redis = Object.assign(s.redis || {}, { breaker: ['closed', 'open', 'half open'][value] || String(value) });
-        break;
-    }
-  }
-  return s;
-}
-
 // quantile estimates the q-quantile (0..1) of the requests between two
-// histogram snapshots, interpolating linearly within a bucket as
+// readings of a cumulative histogram (bucket upper bounds and the counts
+// within each, count in all), interpolating linearly within a bucket as
 // Prometheus's histogram_quantile does; null without requests.
-function quantile(q, buckets, before) {
-  const sorted = Object.entries(buckets)
-    .map(([le, n]) => [parseValue(le), n - ((before && before[le]) || 0)])
-    .sort((a, b) => a[0] - b[0]);
-  const total = sorted.length > 0 ? sorted[sorted.length - 1][1] : 0;
+function quantile(q, bounds, now, before) {
+  const total = now.count - before.count;
   if (!(total > 0)) return null;
   const rank = q * total;
   let lower = 0;
   let below = 0;
-  for (const [bound, cumulative] of sorted) {
+  for (let i = 0; i < bounds.length; i++) {
+    const cumulative = now.cumulative[i] - (before.cumulative[i] || 0);
     if (cumulative >= rank) {
-      if (bound === Infinity) return lower; // beyond the largest bound
       const inBucket = cumulative - below;
-      return lower + (bound - lower) * (inBucket > 0 ? (rank - below) / inBucket : 1);
+      return lower + (bounds[i] - lower) * (inBucket > 0 ? (rank - below) / inBucket : 1);
     }
-    lower = bound;
+    lower = bounds[i];
     below = cumulative;
   }
-  return lower;
+  return lower; // beyond the largest bound
 }
 
 // ---- drawing ----------------------------------------------------------------
@@ -137,6 +74,15 @@ function formatSeconds(s) {
   if (s < 1e-3) return `${(s * 1e6).toFixed(0)}µs`;
   if (s < 1) return `${(s * 1e3).toFixed(s < 0.01 ? 2 : 1)}ms`;
   return `${s.toFixed(2)}s`;
+}
+
+function formatDuration(s) {
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d > 0) return `${d}d ${h}h`;
+  if (h > 0) return `${h}h ${m}m`;
+  return `${m}m ${Math.floor(s % 60)}s`;
 }
 
 // row appends a table row of cells; a cell is text or [text, className].
@@ -190,7 +136,7 @@ $('login').addEventListener('submit', (event) => {
   for (const poll of polls) poll();
 });
 
-async function fetchText(path) {
+async function fetchJSON(path) {
   const sent = sessionStorage.getItem(TOKEN_KEY);
   const response = await fetch(path, {
     cache: 'no-store', headers: authHeaders(sent), signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
@@ -203,33 +149,36 @@ async function fetchText(path) {
     throw new Error('the admin API needs the admin token');
   }
   if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
-  return response.text();
+  return response.json();
 }
 
-async function fetchJSON(path) {
-  return JSON.parse(await fetchText(path));
-}
-
-function showMetrics(now) {
+function showSummary(s) {
+  const now = { time: performance.now(), s };
   const before = previous;
   previous = now;
+  showState(s);
   if (!before) return;
   const seconds = (now.time - before.time) / 1000;
-  const requests = now.requests - before.requests;
+  const requests = s.requests - before.s.requests;
   if (seconds <= 0 || requests < 0) return; // the gateway restarted: start again
   const rate = requests / seconds;
-  const errors = (now.errors - before.errors) / seconds;
+  const errors = Math.max(0, s.errors - before.s.errors) / seconds;
   push(history.rate, rate);
   push(history.errors, errors);
   setFigure('rate', rate, rate.toFixed(1));
   setFigure('errors', errors, errors.toFixed(2));
   $('error-share').textContent = rate > 0 ? `${((errors / rate) * 100).toFixed(1)}%` : '';
 
-  let p50 = quantile(0.5, now.buckets, before.buckets);
-  let p99 = quantile(0.99, now.buckets, before.buckets);
+  const lat = s.latency;
+  const was = before.s.latency;
+  let p50 = null;
+  let p99 = null;
   $('latency-kind').textContent = '(histogram)';
-  if (p50 === null && now.count > before.count) { // no buckets: the mean
-    p50 = p99 = (now.sum - before.sum) / (now.count - before.count);
+  if (lat.bounds.length > 0 && lat.bounds.length === was.bounds.length) {
+    p50 = quantile(0.5, lat.bounds, lat, was);
+    p99 = quantile(0.99, lat.bounds, lat, was);
+  } else if (lat.count > was.count) { // no buckets: the mean
+    p50 = p99 = (lat.sum - was.sum) / (lat.count - was.count);
     $('latency-kind').textContent = '(mean)';
   }
   push(history.p50, p50);
@@ -237,9 +186,10 @@ function showMetrics(now) {
   setFigure('p50', p50, formatSeconds(p50));
   setFigure('p99', p99, formatSeconds(p99));
 
+  const had = Object.fromEntries(before.s.routes.map((r) => [r.name, r.requests]));
   routeRates = {};
-  for (const [route, n] of Object.entries(now.byRoute)) {
-    routeRates[route] = (n - (before.byRoute[route] || 0)) / seconds;
+  for (const r of s.routes) {
+    routeRates[r.name] = Math.max(0, r.requests - (had[r.name] || 0)) / seconds;
   }
   for (const tr of $('routes').tBodies[0].rows) {
     tr.cells[4].textContent = (routeRates[tr.dataset.route] || 0).toFixed(1);
@@ -248,15 +198,52 @@ function showMetrics(now) {
   drawSparkline($('rate-spark'), history.rate);
   drawSparkline($('latency-spark'), history.p50, history.p99);
   drawSparkline($('errors-spark'), history.errors);
+}
+
+// showState shows what one summary says by itself: build, readiness,
+// reloads, load, breakers, Redis, registries and limits.
+function showState(s) {
+  $('build').textContent = `${s.version} · up ${formatDuration(s.uptime_seconds)} · ${s.status}`
+    + (s.pending_services > 0 ? ` (${s.pending_services} services unread)` : '');
+  $('build').className = s.ready ? 'muted' : 'bad';
+  const reload = $('reload');
+  reload.hidden = s.reload.last_successful;
+  reload.textContent = s.reload.last_successful ? '' : `the last reload was refused: ${s.reload.last_error || '?'}`;
+
+  const global = s.limits.find((l) => l.scope === 'global');
+  $('inflight').textContent = String(s.in_flight);
+  $('load').textContent = `${s.connections.open} connections`
+    + (global && global.limit > 0 ? ` · ${(global.saturation * 100).toFixed(0)}% of the limit` : '');
+  const b = s.breakers;
+  const breakers = $('breakers');
+  breakers.textContent = `${b.routes} route · ${b.providers} provider · ${b.services} service`;
+  breakers.className = b.routes + b.providers + b.services > 0 ? 'bad' : 'ok';
 
   const redis = $('redis');
-  if (!now.redis) {
+  if (!s.redis) {
     redis.textContent = 'not configured';
     redis.className = 'figure muted';
   } else {
-    const ok = now.redis.connected && now.redis.breaker === 'closed';
-    redis.textContent = `${now.redis.connected ? 'connected' : 'disconnected'}, breaker ${now.redis.breaker || '?'}`;
+    const ok = s.redis.connected && s.redis.breaker === 'closed';
+    redis.textContent = `${s.redis.connected ? 'connected' : 'disconnected'}, breaker ${s.redis.breaker}`;
     redis.className = `figure ${ok ? 'ok' : 'bad'}`;
+  }
+
+  $('registries').replaceChildren(...s.registries.map((r) => {
+    const div = document.createElement('div');
+    const providers = r.providers === null ? '' : `, ${r.providers} providers`;
+    const pending = r.pending > 0 ? `, ${r.pending} unread` : '';
+    div.textContent = `${r.name}: ${r.type} ${r.state}${r.degraded ? ' (degraded)' : ''} · ${r.services} services${providers}${pending}`
+      + (r.error ? ` — ${r.error}` : '');
+    div.className = r.degraded || r.state === 'disconnected' ? 'bad' : 'ok';
+    return div;
+  }));
+
+  const tbody = $('limits').tBodies[0];
+  tbody.replaceChildren();
+  for (const l of s.limits) {
+    const saturation = l.limit > 0 ? `${(l.saturation * 100).toFixed(0)}%` : '–';
+    row(tbody, [l.scope, l.kind, [l.limit || '∞', 'num'], [l.in_flight, 'num'], [saturation, 'num'], [l.rejected, 'num']]);
   }
 }
 
@@ -270,48 +257,64 @@ function showRoutes({ routes }) {
   }
 }
 
-function showServices({ registries, services, total }) {
-  $('registries').replaceChildren(...registries.map((r) => {
-    const span = document.createElement('div');
-    span.textContent = `${r.name}: ${r.type} ${r.state}${r.degraded ? ' (degraded)' : ''}${r.error ? ` — ${r.error}` : ''}`;
-    span.className = r.degraded || r.state === 'disconnected' ? 'bad' : 'ok';
-    return span;
-  }));
+// ---- services, a page at a time -------------------------------------------
+
+// The services view: the page shown (after: the "next" that led to it,
+// back: those of the pages before), its prefix, and whether it is on
+// screen (only then is /admin/services asked).
+const services = { visible: false, prefix: '', after: '', back: [], next: '' };
+
+function pageSize() {
+  return Number($('services').dataset.page) || SERVICES_PAGE;
+}
+
+function servicesPath() {
+  const q = new URLSearchParams({ limit: String(pageSize()) });
+  if (services.prefix !== '') q.set('prefix', services.prefix);
+  if (services.after !== '') q.set('after', services.after);
+  return `../services?${q}`;
+}
+
+function showServices({ services: list, total, next }) {
   const tbody = $('services').tBodies[0];
   tbody.replaceChildren();
-  for (const s of services) {
+  for (const s of list) {
+    const serviceBreakers = Object.entries(s.service_breakers || {}).map(([route, state]) => `${route} ${state}`);
     const open = s.providers.filter((p) => Object.values(p.breakers || {}).some((b) => b !== 'closed')).length;
     const health = s.providers.length === 0 ? ['no providers', 'bad']
-      : open > 0 ? [`${open} breaker(s) not closed`, 'warn'] : ['ok', 'ok'];
+      : serviceBreakers.length > 0 ? [`service breaker: ${serviceBreakers.join(', ')}`, 'bad']
+        : open > 0 ? [`${open} provider breaker(s) not closed`, 'warn'] : ['ok', 'ok'];
     // Where the registry found them: interface level, application level
     // (with the application), or both.
     const found = [...new Set(s.providers.map((p) => (p.app ? `${p.source} (${p.app})` : p.source || '')))]
       .filter(Boolean).join(', ');
     row(tbody, [s.registry, s.service, s.state, [s.providers.length, 'num'], found, health]);
   }
-  // A large registry is listed a page at a time (/admin/services?prefix=&limit=&after=).
-  $('services-more').textContent = total > services.length
-    ? `the first ${services.length} of ${total} services; /admin/services?prefix=… lists others` : '';
-}
-
-function showLimits({ global, routes }) {
-  const tbody = $('limits').tBodies[0];
-  tbody.replaceChildren();
-  for (const l of [global, ...routes]) {
-    row(tbody, [l.scope, l.kind, [l.limit || '∞', 'num'], [l.in_flight, 'num'], [l.rejected, 'num']]);
-  }
+  services.next = next || '';
+  const first = services.back.length * pageSize();
+  $('services-more').textContent = list.length === 0
+    ? (total > 0 ? `none here of ${total}` : 'no services')
+    : `${first + 1}–${first + list.length} of ${total}`;
+  $('services-next').disabled = services.next === '';
+  $('services-prev').disabled = services.back.length === 0;
+  $('services-first').disabled = services.back.length === 0;
 }
 
 // polls run a poll at once (a token was just given), each at most once at a time.
 const polls = [];
 
 // every runs task now and then again `ms` after each run ends, so a slow
-// answer never stacks requests up.
+// answer never stacks requests up; the function it returns runs the task
+// now (or as soon as the run under way ends).
 function every(ms, task) {
   let timer = null;
   let running = false;
+  let again = false;
   const run = async () => {
-    if (running) return;
+    if (running) {
+      again = true;
+      return;
+    }
     running = true;
     clearTimeout(timer);
     try {
@@ -320,20 +323,57 @@ function every(ms, task) {
       setStatus(`admin API unreachable: ${err.message}`, 'bad');
     }
     running = false;
+    if (again) {
+      again = false;
+      run();
+      return;
+    }
     timer = setTimeout(run, ms);
   };
   polls.push(run);
   run();
+  return run;
 }
 
-every(METRICS_EVERY_MS, async () => {
-  showMetrics(snapshot(parseMetrics(await fetchText('../../metrics'))));
+every(SUMMARY_EVERY_MS, async () => {
+  showSummary(await fetchJSON('../summary'));
   setStatus(`updated ${new Date().toLocaleTimeString()}`, 'muted');
 });
 every(ADMIN_EVERY_MS, async () => {
-  const [routes, services, limits] = await Promise.all(
-    ['../routes', '../services', '../limits'].map(fetchJSON));
-  showRoutes(routes);
-  showServices(services);
-  showLimits(limits);
+  showRoutes(await fetchJSON('../routes'));
+});
+const refreshServices = every(ADMIN_EVERY_MS, async () => {
+  if (!services.visible || document.hidden) return;
+  showServices(await fetchJSON(servicesPath()));
+});
+
+new IntersectionObserver((entries) => {
+  const visible = entries[entries.length - 1].isIntersecting;
+  const appeared = visible && !services.visible;
+  services.visible = visible;
+  if (appeared) refreshServices();
+}).observe($('services-view'));
+document.addEventListener('visibilitychange', () => {
+  if (!document.hidden && services.visible) refreshServices();
+});
+
+function goToPage(after, back) {
+  services.after = after;
+  services.back = back;
+  refreshServices();
+}
+$('services-next').addEventListener('click', () => {
+  if (services.next !== '') goToPage(services.next, [...services.back, services.after]);
+});
+$('services-prev').addEventListener('click', () => {
+  goToPage(services.back[services.back.length - 1] || '', services.back.slice(0, -1));
+});
+$('services-first').addEventListener('click', () => goToPage('', []));
+let filterTimer = null;
+$('services-filter').addEventListener('input', () => {
+  clearTimeout(filterTimer);
+  filterTimer = setTimeout(() => {
+    services.prefix = $('services-filter').value.trim();
+    goToPage('', []);
+  }, 300);
 });

@@ -143,7 +143,9 @@ func attackAdminWithoutToken(t *testing.T) {
 		{"GET", "/admin/config", "Basic " + adminToken, 401},
 		{"POST", "/admin/reload", "", 401},
 		{"GET", "/metrics", "", 401},
+		{"GET", "/admin/summary", "", 401},
 		{"GET", "/admin/routes", "Bearer " + adminToken, 200},
+		{"GET", "/admin/summary", "Bearer " + adminToken, 200},
 		{"GET", "/admin/config", "Bearer " + adminToken, 200},
 		{"GET", "/metrics", "Bearer " + adminToken, 200},
 		{"POST", "/admin/reload", "Bearer " + adminToken, 200},
@@ -163,8 +165,8 @@ func attackAdminWithoutToken(t *testing.T) {
 			t.Errorf("%s %s: 401 without WWW-Authenticate, or echoing the token: %v %s", c.method, c.path, r.header, r.body)
 		}
 	}
-	if n := refused(g, t, "token"); n != 6 {
-		t.Errorf("token refusals counted: %v, want 6", n)
+	if n := refused(g, t, "token"); n != 7 {
+		t.Errorf("token refusals counted: %v, want 7", n)
 	}
 	if strings.Contains(g.logs.String(), adminToken) {
 		t.Error("the admin token is in the log")
