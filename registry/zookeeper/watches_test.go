@@ -156,9 +156,16 @@ func TestZooKeeperLiveWatchesHoldNoGoroutine(t *testing.T) {
 		t.Fatalf("at most %d operations in flight at once, want 2 to %d", m, maxInFlight)
 	}
 
+	if c := r.ProviderCount(); c != n {
+		t.Fatalf("ProviderCount %d, want %d", c, n)
+	}
+
 	e.addProvider(e.admin, "com.example.Live123", "10.9.9.9:20880", "", 0)
 	r.waitUntil(t, "the new provider seen", func() bool { return len(dirs[123].Providers()) == 2 })
 	waitGoroutines(t, before+5)
+	if c := r.ProviderCount(); c != n+1 {
+		t.Fatalf("ProviderCount %d after one more, want %d", c, n+1)
+	}
 }
 
 // TestZooKeeperDroppedWatchesHoldNoGoroutine: released interfaces' watches

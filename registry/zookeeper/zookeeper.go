@@ -161,8 +161,9 @@ type Registry struct {
 // Registry serves as a registry, and as the catalog References.OnDemand
 // asks before subscribing.
 var (
-	_ registry.Registry = (*Registry)(nil)
-	_ registry.Catalog  = (*Registry)(nil)
+	_ registry.Registry        = (*Registry)(nil)
+	_ registry.Catalog         = (*Registry)(nil)
+	_ registry.ProviderCounter = (*Registry)(nil)
 )
 
 // zkHooks let tests observe the worker; every hook runs on the worker's
@@ -331,6 +332,10 @@ func (z *Registry) Subscribe(key registry.ServiceKey) *registry.Directory {
 
 // Directories reports the live directories.
 func (z *Registry) Directories() []registry.DirectoryStatus { return z.dirs.Status() }
+
+// ProviderCount is the number of providers the live directories list,
+// kept as they change.
+func (z *Registry) ProviderCount() int { return z.dirs.ProviderCount() }
 
 // SelectDirectories lists the directories f selects.
 func (z *Registry) SelectDirectories(f registry.DirectoryFilter) ([]registry.DirectoryStatus, int) {
