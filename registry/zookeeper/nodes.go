@@ -25,9 +25,12 @@ func validNodeName(name string) bool {
 // providerNode is one usable child of a providers node, parsed once when
 // it first appears and kept while it stays.
 type providerNode struct {
-	name       string                // the child's name, URL-encoded as listed
-	url        *registry.ProviderURL // the decoded URL
-	provider   *cluster.Provider     // as the URL says, before overrides
+	name string // the child's name, URL-encoded as listed
+	// url is the decoded URL, with only the parameters selection reads
+	// again (matchParams): the rest are in provider. At 50,000 providers
+	// a second copy of every parameter map is tens of megabytes.
+	url        *registry.ProviderURL
+	provider   *cluster.Provider // as the URL says, before overrides
 	host, port string
 	// app and revision name the application instance metadata the node
 	// was made from; empty for an interface-level node.
@@ -69,7 +72,25 @@ func newProviderNode(name string, u *registry.ProviderURL) (*providerNode, strin
 		return nil, err.Error()
 	}
 	host, port, _ := net.SplitHostPort(u.Addr) // ParseProviderURL checked it
-	return &providerNode{name: name, url: u, provider: p, host: host, port: port}, ""
+	return &providerNode{name: name, url: slimURL(u), provider: p, host: host, port: port}, ""
+}
+
+// matchParams are the URL parameters a provider node is matched on after
+// it is parsed: ProviderURL.Matches and override.appliesTo.
+var matchParams = [...]string{"group", "version", "enabled", "disabled"}
+
+// slimURL is u with only the matchParams.
+func slimURL(u *registry.ProviderURL) *registry.ProviderURL {
+	slim := &registry.ProviderURL{Protocol: u.Protocol, Addr: u.Addr, Interface: u.Interface}
+	for _, k := range matchParams {
+		if v, ok := u.Params[k]; ok {
+			if slim.Params == nil {
+				slim.Params = make(url.Values, len(matchParams))
+			}
+			slim.Params[k] = v
+		}
+	}
+	return slim
 }
 
 // speaksHessian2 reports whether a provider accepts hessian2: it names no

@@ -2,6 +2,7 @@ package zookeeper
 
 import (
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -233,5 +234,25 @@ func TestConsumerURL(t *testing.T) {
 	}
 	if got := consumerURL("::1", registry.ServiceKey{Interface: testIface}, "app", 1, 2); !strings.HasPrefix(got, "consumer://[::1]/") || strings.Contains(got, "version=") || strings.Contains(got, "group=") {
 		t.Errorf("IPv6, no version or group: %s", got)
+	}
+}
+
+// TestProviderNodeKeepsOnlyMatchParams: a parsed node keeps the URL
+// parameters selection reads again (group, version, enabled, disabled),
+// and nothing else a second time: the provider holds the rest.
+func TestProviderNodeKeepsOnlyMatchParams(t *testing.T) {
+	n, reason := parseProviderNode(url.QueryEscape("dubbo://10.0.0.1:20880/com.example.A?group=g&version=1.0&disabled=false&methods=a,b&application=app&weight=5"))
+	if n == nil {
+		t.Fatal(reason)
+	}
+	want := url.Values{"group": {"g"}, "version": {"1.0"}, "disabled": {"false"}}
+	if !reflect.DeepEqual(n.url.Params, want) {
+		t.Fatalf("node URL params %v, want %v", n.url.Params, want)
+	}
+	if !n.url.Matches(registry.ServiceKey{Interface: "com.example.A", Group: "g", Version: "1.0"}) {
+		t.Fatal("the slim URL no longer matches its key")
+	}
+	if n.provider.Params["methods"] != "a,b" || n.provider.Weight != 5 {
+		t.Fatalf("provider %+v lost parameters", n.provider)
 	}
 }
