@@ -80,7 +80,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	d := now.Sub(start)
 	rm.count(status)
-	rm.duration.Observe(d.Seconds())
+	rm.observe(d)
 	if info.ErrorCode != "" {
 		g.metrics.errorCounter(info.ErrorCode).Inc()
 	}
@@ -220,7 +220,7 @@ func (g *Gateway) runRoute(rt *route, w *recorder, r *http.Request) {
 		if v == http.ErrAbortHandler {
 			panic(v) // the proxy aborting a broken response: let net/http close the connection quietly
 		}
-		rt.metrics.panics.Inc()
+		rt.metrics.panicked()
 		g.log.Error("panic in route", "route", rt.name, "request_id", exchange.From(r.Context()).RequestID,
 			"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		if w.status != 0 || w.hijacked {

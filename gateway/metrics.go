@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -106,15 +107,22 @@ func (m *metrics) errorCounter(code string) prometheus.Counter {
 	return c.(prometheus.Counter)
 }
 
-// routeMetrics are one route's metric children, resolved when the route table
-// is built so the request path does no label lookups.
+// routeMetrics are one route's metric children, resolved once so the
+// request path does no label lookups. They are made at the route's first
+// request, not when the table is built: a route nobody calls exports no
+// series (at 5,000 routes its 19 lines each were 90% of a scrape).
 type routeMetrics struct {
-	name     string
-	parent   *metrics
+	name   string
+	parent *metrics
+	series atomic.Pointer[routeSeries]   // nil until the first request
+	codes  atomic.Pointer[[]codeCounter] // copy-on-write: statuses seen so far
+	mu     sync.Mutex
+}
+
+// routeSeries are a route's series made at its first request.
+type routeSeries struct {
 	duration prometheus.Observer
 	panics   prometheus.Counter
-	codes    atomic.Pointer[[]codeCounter] // copy-on-write: statuses seen so far
-	mu       sync.Mutex
 }
 
 type codeCounter struct {
@@ -123,15 +131,34 @@ type codeCounter struct {
 }
 
 func (m *metrics) forRoute(name string) *routeMetrics {
-	rm := &routeMetrics{
-		name:     name,
-		parent:   m,
-		duration: m.duration.WithLabelValues(name),
-		panics:   m.panics.WithLabelValues(name),
-	}
+	rm := &routeMetrics{name: name, parent: m}
 	rm.codes.Store(&[]codeCounter{})
 	return rm
 }
+
+// resolved returns the route's series, making them at the first call.
+func (rm *routeMetrics) resolved() *routeSeries {
+	if s := rm.series.Load(); s != nil {
+		return s
+	}
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	if s := rm.series.Load(); s != nil {
+		return s
+	}
+	s := &routeSeries{
+		duration: rm.parent.duration.WithLabelValues(rm.name),
+		panics:   rm.parent.panics.WithLabelValues(rm.name),
+	}
+	rm.series.Store(s)
+	return s
+}
+
+// observe records how long one request took.
+func (rm *routeMetrics) observe(d time.Duration) { rm.resolved().duration.Observe(d.Seconds()) }
+
+// panicked counts a panic recovered in the route.
+func (rm *routeMetrics) panicked() { rm.resolved().panics.Inc() }
 
 // count records one answered request with status code.
 func (rm *routeMetrics) count(code int) {

@@ -111,3 +111,36 @@ routes:
 }
 
 func isStatus(v string) bool { return len(v) == 3 && v[0] >= '1' && v[0] <= '5' }
+
+// TestRouteSeriesMadeAtFirstRequest: a route nobody called exports no
+// series of its own (at thousands of routes they were most of a scrape);
+// its first request makes them.
+func TestRouteSeriesMadeAtFirstRequest(t *testing.T) {
+	upstream := echoUpstream(t, "u")
+	var routes strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&routes, "  - {name: r%d, match: {prefix: /r%d}, upstream: u}\n", i, i)
+	}
+	tg := startGW(t, fmt.Sprintf("upstreams: {u: {targets: [{url: %q}]}}\nroutes:\n%s", upstream.URL, routes.String()))
+	scrape := func() string { return do(t, "GET", tg.admin+"/metrics", nil).body }
+	before := scrape()
+	for _, family := range []string{"dubbogw_http_request_duration_seconds", "dubbogw_filter_panics_total", "dubbogw_http_requests_total"} {
+		if strings.Contains(before, family+"{") || strings.Contains(before, family+"_count{") {
+			t.Errorf("%s exported before any request", family)
+		}
+	}
+	do(t, "GET", tg.base+"/r7/x", nil)
+	after := scrape()
+	for _, want := range []string{
+		`dubbogw_http_request_duration_seconds_count{route="r7"} 1`,
+		`dubbogw_http_requests_total{code="200",route="r7"} 1`,
+		`dubbogw_filter_panics_total{route="r7"} 0`,
+	} {
+		if !strings.Contains(after, want+"\n") {
+			t.Errorf("after one request, metrics lack %s", want)
+		}
+	}
+	if strings.Contains(after, `route="r8"`) {
+		t.Error("a route not called exports series")
+	}
+}
