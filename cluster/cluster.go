@@ -626,6 +626,9 @@ func (c *Cluster) Close() {
 		c.metrics.release(c.route, ScopeRoute, c.route)
 	}
 	if c.services != nil {
+		// Its open ones leave the route's count, which a reload's new
+		// cluster of the route may go on using.
+		c.services.dropAll(c.dropServiceBreaker)
 		c.metrics.release(c.route, ScopeService, "")
 	}
 	c.metrics.release(c.route, "", "")
