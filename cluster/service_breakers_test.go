@@ -21,7 +21,7 @@ func TestServiceBreakersIsolateServices(t *testing.T) {
 		Route:          "generic",
 		Mode:           Failfast,
 		Now:            clock.Now,
-		Metrics:        NewMetrics(reg),
+		Metrics:        NewMetrics(reg, MetricsOptions{}),
 		ServiceBreaker: BreakerOptions{ConsecutiveFailures: 3, CoolDown: 5 * time.Second},
 	})
 	dead, live := newProviders(100), []*Provider{{Addr: "10.0.9.1:20880", Weight: 100}, {Addr: "10.0.9.2:20880", Weight: 100}}
@@ -71,7 +71,7 @@ func TestServiceBreakersBounded(t *testing.T) {
 		Route:              "generic",
 		Mode:               Failfast,
 		Now:                clock.Now,
-		Metrics:            NewMetrics(reg),
+		Metrics:            NewMetrics(reg, MetricsOptions{}),
 		ServiceBreaker:     BreakerOptions{ConsecutiveFailures: 1, CoolDown: time.Minute},
 		MaxServiceBreakers: 4,
 	})
@@ -105,7 +105,7 @@ func TestServiceBreakersBounded(t *testing.T) {
 // count as it closes; the new cluster's are counted alone.
 func TestServiceBreakersOpenAcrossReload(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	opts := Options{Route: "generic", Mode: Failfast, Metrics: NewMetrics(reg), Logger: quietLogger(),
+	opts := Options{Route: "generic", Mode: Failfast, Metrics: NewMetrics(reg, MetricsOptions{}), Logger: quietLogger(),
 		ServiceBreaker: BreakerOptions{ConsecutiveFailures: 1, CoolDown: time.Hour}}
 	open := func() float64 {
 		return testenv.MetricValue(t, reg, "dubbogw_cluster_service_breakers_open", map[string]string{"route": "generic"})

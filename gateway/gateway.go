@@ -151,7 +151,7 @@ func New(opts Options) (*Gateway, error) {
 		Registerer:   g.registry,
 	})
 	g.deps = deps{log: g.log, metrics: g.metrics, upstream: proxy.NewMetrics(g.registry), dubbo: g.dubbo,
-		cluster: cluster.NewMetrics(g.registry), redis: g.redis, registry: g.registry, admission: g.admission, tracer: g.tracer}
+		cluster: cluster.NewMetrics(g.registry, cluster.MetricsOptions{}), redis: g.redis, registry: g.registry, admission: g.admission, tracer: g.tracer}
 	t, err := buildTable(cfg, nil, g.deps)
 	if err != nil {
 		_ = g.dubbo.Close(context.Background())
