@@ -49,7 +49,7 @@ routes:
 		`dubbogw_http_request_duration_seconds_count{route="h"} 4`,
 		`dubbogw_auth_requests_total{result="ok",route="h"} 3`,
 		`dubbogw_ratelimit_decisions_total{result="allowed",route="h",source="local"} 3`,
-		`dubbogw_dubbo_calls_total{addr="` + provider + `",result="ok"} 2`,
+		`dubbogw_dubbo_calls_total{result="ok"} 2`,
 		`dubbogw_cluster_provider_breakers_open{route="d"} 0`,
 		`dubbogw_inflight{scope="h"} 0`,
 		`dubbogw_inflight_limit{scope="h"} 5`,
