@@ -150,6 +150,7 @@ dubbo:
   max_pending: 500
   types:
     com.example.demo.User: {createdAt: java.util.Date}
+  metrics: {per_provider: true}
 demo:
   http: 127.0.0.1:18081
   dubbo: 127.0.0.1:20880
@@ -215,7 +216,8 @@ func TestParseFullConfig(t *testing.T) {
 			},
 			"dubbo": &dubboroute.Client{ConnsPerAddr: 2, DialTimeout: D(time.Second), Heartbeat: D(30 * time.Second),
 				MaxPayload: 4 << 20, MaxPending: 500, Types: map[string]map[string]string{"com.example.demo.User": {"createdAt": "java.util.Date"}},
-				References: dubboroute.References{Max: 64, IdleTTL: D(time.Minute), NewPerSecond: 20, MaxSubscriptions: 500}},
+				References: dubboroute.References{Max: 64, IdleTTL: D(time.Minute), NewPerSecond: 20, MaxSubscriptions: 500},
+				Metrics:    dubboroute.Metrics{PerProvider: true}},
 		},
 		Routes: []*config.Route{
 			{

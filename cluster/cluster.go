@@ -176,7 +176,7 @@ func New(opts Options) (*Cluster, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.Metrics == nil {
-		opts.Metrics = NewMetrics(nil)
+		opts.Metrics = NewMetrics(nil, MetricsOptions{})
 	}
 	if opts.Classify == nil {
 		opts.Classify = DefaultClassifier
@@ -236,6 +236,9 @@ func New(opts Options) (*Cluster, error) {
 	}
 	c.pool.New = func() any { return new(invocation) }
 	c.series = c.metrics.acquireRoute(c.route, policyName)
+	if breakerOpt.enabled() {
+		c.metrics.acquireProviderBreakers(c.route)
+	}
 	if routeOpt.enabled() {
 		c.routeBreak = newBreaker(ScopeRoute, c.route, routeOpt, c.breakerChanged)
 		c.metrics.acquireBreaker(c.route, ScopeRoute, c.route)
@@ -538,13 +541,14 @@ func (c *Cluster) view(providers []*Provider) *view {
 	return v
 }
 
-// detach stops counting b, a provider breaker dropped from the cluster
-// (calls on an old snapshot may still move it).
+// detach stops counting and exporting b, a provider breaker dropped from
+// the cluster (calls on an old snapshot may still move it).
 func (c *Cluster) detach(b *breaker) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.detached && b.state() != BreakerClosed {
 		c.openBreakers.Add(-1)
+		c.metrics.providerBreakerDropped(c.route)
 	}
 	b.detached = true
 }
@@ -574,12 +578,16 @@ func (c *Cluster) breakerChanged(b *breaker, from, to BreakerState, now int64) {
 	case b.scope == ScopeService && !b.detached && closed:
 		c.openServices.Add(-1)
 	}
-	if b.scope == ScopeService {
+	switch {
+	case b.detached:
+		// Dropped: its series are gone or no longer its own.
+	case b.scope == ScopeService:
 		// One series for all of the route's services: the key is not a label.
-		if !b.detached {
-			c.metrics.serviceBreakerChanged(c.route, opened, closed, to)
-		}
-	} else {
+		c.metrics.serviceBreakerChanged(c.route, opened, closed, to)
+	case b.scope == ScopeProvider:
+		// Counted per route; one series per address only if asked for.
+		c.metrics.providerBreakerChanged(c.route, b.key, opened, closed, to)
+	default:
 		c.metrics.breakerChanged(c.route, b.scope, b.key, to)
 	}
 	attrs := []any{"route", c.route, "scope", b.scope, "key", b.key, "from", from.String(), "to", to.String()}
@@ -624,14 +632,21 @@ func (c *Cluster) Close() {
 		return
 	}
 	c.closed = true
-	for addr := range c.breakers {
+	for addr, b := range c.breakers {
+		c.detach(b) // an open one leaves the route's count
 		c.metrics.release(c.route, ScopeProvider, addr)
 	}
 	clear(c.breakers)
+	if c.breakerOpt.enabled() {
+		c.metrics.release(c.route, scopeProviders, "")
+	}
 	if c.routeBreak != nil {
 		c.metrics.release(c.route, ScopeRoute, c.route)
 	}
 	if c.services != nil {
+		// Its open ones leave the route's count, which a reload's new
+		// cluster of the route may go on using.
+		c.services.dropAll(c.dropServiceBreaker)
 		c.metrics.release(c.route, ScopeService, "")
 	}
 	c.metrics.release(c.route, "", "")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -113,7 +114,7 @@ func TestFailover(t *testing.T) {
 	ps := newProviders(100, 100, 100, 100)
 	t.Run("retries on other providers", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
-		c := newCluster(t, Options{Metrics: NewMetrics(reg), IntN: seeded(10)})
+		c := newCluster(t, Options{Metrics: NewMetrics(reg, MetricsOptions{}), IntN: seeded(10)})
 		f := newFakeInvoker()
 		for _, p := range ps {
 			f.set(p.Addr, errRefused)
@@ -284,14 +285,25 @@ func TestNewValidates(t *testing.T) {
 	}
 }
 
+// TestProviderBreaker takes a provider breaker through open, half-open
+// and closed, and checks what the metrics show of it: by default, the
+// route's count of open provider breakers and its transitions under key
+// ""; with PerProvider, the breaker's own state and transitions under its
+// address (and no more the count alone).
 func TestProviderBreaker(t *testing.T) {
+	for _, perProvider := range []bool{false, true} {
+		t.Run(fmt.Sprintf("per_provider=%v", perProvider), func(t *testing.T) { testProviderBreaker(t, perProvider) })
+	}
+}
+
+func testProviderBreaker(t *testing.T, perProvider bool) {
 	clock := testenv.NewFakeClock()
 	reg := prometheus.NewRegistry()
 	c := newCluster(t, Options{
 		Mode:    Failfast,
 		Policy:  "roundrobin",
 		Now:     clock.Now,
-		Metrics: NewMetrics(reg),
+		Metrics: NewMetrics(reg, MetricsOptions{PerProvider: perProvider}),
 		Breaker: BreakerOptions{ConsecutiveFailures: 3, CoolDown: 10 * time.Second},
 	})
 	ps := newProviders(100, 100)
@@ -307,9 +319,28 @@ func TestProviderBreaker(t *testing.T) {
 		t.Fatalf("no breaker for %s in %+v", addr, c.Breakers())
 		return 0
 	}
-	labels := func(to string) map[string]string {
-		return map[string]string{"route": "users", "scope": "provider", "key": a, "to": to}
+	key := "" // the transitions of all the route's provider breakers
+	if perProvider {
+		key = a
 	}
+	labels := func(to string) map[string]string {
+		return map[string]string{"route": "users", "scope": "provider", "key": key, "to": to}
+	}
+	// checkState checks the exported state of a (-1: no series) and the
+	// route's count of provider breakers not closed.
+	checkState := func(want float64, open float64) {
+		t.Helper()
+		if !perProvider {
+			want = -1 // one series per provider only when asked for
+		}
+		if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"scope": "provider", "key": a}); got != want {
+			t.Errorf("state gauge %v, want %v", got, want)
+		}
+		if got := testenv.MetricValue(t, reg, "dubbogw_cluster_provider_breakers_open", map[string]string{"route": "users"}); got != open {
+			t.Errorf("provider breakers open: %v, want %v", got, open)
+		}
+	}
+	checkState(-1, 0) // no breaker before the first call
 	// Round-robin alternates a, b: three failures on a in six calls.
 	for range 6 {
 		c.Invoke(context.Background(), ps, nil, f.invoke)
@@ -317,9 +348,7 @@ func TestProviderBreaker(t *testing.T) {
 	if state(a) != BreakerOpen || state(b) != BreakerClosed {
 		t.Fatalf("states %+v", c.Breakers())
 	}
-	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": a}); got != 1 {
-		t.Errorf("state gauge %v, want 1", got)
-	}
+	checkState(1, 1)
 	// While open, a is left out: everything goes to b.
 	f.reset()
 	for range 10 {
@@ -363,8 +392,16 @@ func TestProviderBreaker(t *testing.T) {
 			t.Errorf("transitions to %s: %v, want %v", to, got, want)
 		}
 	}
-	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"key": a}); got != 0 {
-		t.Errorf("state gauge %v, want 0", got)
+	checkState(0, 0)
+	if !perProvider {
+		if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_state", map[string]string{"scope": "provider"}); got != -1 {
+			t.Errorf("a provider breaker's state exported without per-provider series: %v", got)
+		}
+	}
+	c.Close()
+	checkState(-1, -1)
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_breaker_transitions_total", map[string]string{"scope": "provider"}); got != -1 {
+		t.Errorf("provider transitions kept after Close: %v", got)
 	}
 }
 
@@ -498,7 +535,7 @@ func TestRouteBreaker(t *testing.T) {
 	c := newCluster(t, Options{
 		Route:        "orders",
 		Now:          clock.Now,
-		Metrics:      NewMetrics(reg),
+		Metrics:      NewMetrics(reg, MetricsOptions{}),
 		RouteBreaker: BreakerOptions{ConsecutiveFailures: 2, CoolDown: 5 * time.Second},
 	})
 	ps := newProviders(100, 100, 100)
@@ -545,7 +582,7 @@ func TestRouteBreaker(t *testing.T) {
 func TestBreakersAcrossSnapshots(t *testing.T) {
 	clock := testenv.NewFakeClock()
 	reg := prometheus.NewRegistry()
-	c := newCluster(t, Options{Mode: Failfast, Now: clock.Now, Metrics: NewMetrics(reg), Breaker: BreakerOptions{ConsecutiveFailures: 1}})
+	c := newCluster(t, Options{Mode: Failfast, Now: clock.Now, Metrics: NewMetrics(reg, MetricsOptions{PerProvider: true}), Breaker: BreakerOptions{ConsecutiveFailures: 1}})
 	ps := newProviders(100, 100)
 	f := newFakeInvoker()
 	f.set(ps[0].Addr, errRefused)
@@ -574,7 +611,7 @@ func TestBreakersAcrossSnapshots(t *testing.T) {
 
 func TestMetricsSharedAcrossReload(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := NewMetrics(reg, MetricsOptions{PerProvider: true})
 	opts := Options{Route: "users", Metrics: m, Logger: quietLogger(), Breaker: BreakerOptions{ConsecutiveFailures: 1}}
 	old, err := New(opts)
 	if err != nil {
@@ -606,6 +643,65 @@ func TestMetricsSharedAcrossReload(t *testing.T) {
 	renewed.Close()
 	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users"}); got != -1 {
 		t.Errorf("selections kept after both closed: %v", got)
+	}
+}
+
+// TestProviderBreakersOpenCount: the route's count of open provider
+// breakers follows them across a reload (the old cluster's leave the count
+// when it closes, the new one's are its own) and across snapshots (a
+// breaker dropped with its provider leaves it), and its series goes with
+// the route's last cluster.
+func TestProviderBreakersOpenCount(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, MetricsOptions{})
+	opts := Options{Route: "users", Mode: Failfast, Policy: "roundrobin", Metrics: m, Logger: quietLogger(),
+		Breaker: BreakerOptions{ConsecutiveFailures: 1, CoolDown: time.Hour}}
+	open := func() float64 {
+		return testenv.MetricValue(t, reg, "dubbogw_cluster_provider_breakers_open", map[string]string{"route": "users"})
+	}
+	ps := newProviders(100, 100, 100)
+	f := newFakeInvoker()
+	f.set(ps[0].Addr, errRefused)
+	f.set(ps[1].Addr, errRefused)
+	old, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // round robin: a, b fail
+		old.Invoke(context.Background(), ps, nil, f.invoke)
+	}
+	if got := open(); got != 2 {
+		t.Fatalf("open after a and b failed: %v, want 2", got)
+	}
+	renewed, err := New(opts) // the reloaded route: breakers of its own, closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer renewed.Close()
+	renewed.Invoke(context.Background(), ps, nil, f.invoke) // a fails
+	if got := open(); got != 3 {
+		t.Fatalf("open with both clusters: %v, want 3", got)
+	}
+	old.Close()
+	if got := open(); got != 1 {
+		t.Fatalf("open once the old cluster closed: %v, want 1 (the new cluster's)", got)
+	}
+	// a leaves the registry: once in neither of the last two snapshots,
+	// its breaker is dropped and no longer counted.
+	rest := copyProviders(ps[1:])
+	renewed.Invoke(context.Background(), rest, nil, f.invoke)
+	renewed.Invoke(context.Background(), copyProviders(rest), nil, f.invoke)
+	if got := open(); got != 1 {
+		t.Fatalf("open after a left and b failed: %v, want 1 (b)", got)
+	}
+	renewed.Invoke(context.Background(), copyProviders(ps[2:]), nil, f.invoke)
+	renewed.Invoke(context.Background(), copyProviders(ps[2:]), nil, f.invoke)
+	if got := open(); got != 0 {
+		t.Fatalf("open after a and b left: %v, want 0", got)
+	}
+	renewed.Close()
+	if got := open(); got != -1 {
+		t.Errorf("count kept after the last cluster closed: %v", got)
 	}
 }
 
@@ -645,5 +741,51 @@ func TestInvokeConcurrent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMetricsCardinality: a route over 2,000 providers exports as many
+// series as one over 100 (after the same calls, with some provider
+// breakers open), unless per-provider series are asked for; then they
+// grow with the providers.
+func TestMetricsCardinality(t *testing.T) {
+	series := func(perProvider bool, providers int) int {
+		reg := prometheus.NewRegistry()
+		c := newCluster(t, Options{
+			Policy:       "roundrobin",
+			Metrics:      NewMetrics(reg, MetricsOptions{PerProvider: perProvider}),
+			Breaker:      BreakerOptions{ConsecutiveFailures: 1, CoolDown: time.Hour},
+			RouteBreaker: DefaultBreakerOptions(),
+		})
+		ps := newProviders(slices.Repeat([]int{100}, providers)...)
+		f := newFakeInvoker()
+		for _, p := range ps {
+			f.set(p.Addr, errRefused)
+		}
+		for range 4 { // 3 attempts each: 12 providers fail and open their breakers
+			if _, err := c.Invoke(context.Background(), ps, nil, f.invoke); !errors.Is(err, errRefused) {
+				t.Fatalf("%d providers: %v", providers, err)
+			}
+		}
+		if got := testenv.MetricValue(t, reg, "dubbogw_cluster_provider_breakers_open", nil); got != 12 {
+			t.Fatalf("%d providers: %v provider breakers open, want 12", providers, got)
+		}
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range families {
+			n += len(f.GetMetric())
+		}
+		return n
+	}
+	few, many := series(false, 100), series(false, 2000)
+	if few != many {
+		t.Errorf("default: %d series with 100 providers, %d with 2,000: want the same", few, many)
+	}
+	few, many = series(true, 100), series(true, 2000)
+	if many < few+1900 {
+		t.Errorf("per provider: %d series with 100 providers, %d with 2,000: want one more per provider at least", few, many)
 	}
 }

@@ -106,6 +106,17 @@ func (s *serviceBreakers) statuses(now int64) []BreakerStatus {
 	return out
 }
 
+// dropAll drops every breaker, handing each to dropped (to stop counting
+// the open ones).
+func (s *serviceBreakers) dropAll(dropped func(*breaker)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.m {
+		dropped(e.b)
+	}
+	clear(s.m)
+}
+
 // len is the number of breakers kept.
 func (s *serviceBreakers) len() int {
 	s.mu.RLock()

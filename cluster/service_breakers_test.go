@@ -21,7 +21,7 @@ func TestServiceBreakersIsolateServices(t *testing.T) {
 		Route:          "generic",
 		Mode:           Failfast,
 		Now:            clock.Now,
-		Metrics:        NewMetrics(reg),
+		Metrics:        NewMetrics(reg, MetricsOptions{}),
 		ServiceBreaker: BreakerOptions{ConsecutiveFailures: 3, CoolDown: 5 * time.Second},
 	})
 	dead, live := newProviders(100), []*Provider{{Addr: "10.0.9.1:20880", Weight: 100}, {Addr: "10.0.9.2:20880", Weight: 100}}
@@ -71,7 +71,7 @@ func TestServiceBreakersBounded(t *testing.T) {
 		Route:              "generic",
 		Mode:               Failfast,
 		Now:                clock.Now,
-		Metrics:            NewMetrics(reg),
+		Metrics:            NewMetrics(reg, MetricsOptions{}),
 		ServiceBreaker:     BreakerOptions{ConsecutiveFailures: 1, CoolDown: time.Minute},
 		MaxServiceBreakers: 4,
 	})
@@ -97,5 +97,39 @@ func TestServiceBreakersBounded(t *testing.T) {
 	}
 	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_service_breakers_open", map[string]string{"route": "generic"}); got != 4 {
 		t.Errorf("open service breakers gauge %v, want 4 (the bound, all open)", got)
+	}
+}
+
+// TestServiceBreakersOpenAcrossReload: when a reload replaces a route's
+// cluster, the open service breakers of the old one leave the route's
+// count as it closes; the new cluster's are counted alone.
+func TestServiceBreakersOpenAcrossReload(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	opts := Options{Route: "generic", Mode: Failfast, Metrics: NewMetrics(reg, MetricsOptions{}), Logger: quietLogger(),
+		ServiceBreaker: BreakerOptions{ConsecutiveFailures: 1, CoolDown: time.Hour}}
+	open := func() float64 {
+		return testenv.MetricValue(t, reg, "dubbogw_cluster_service_breakers_open", map[string]string{"route": "generic"})
+	}
+	dead := newProviders(100)
+	f := newFakeInvoker()
+	f.set(dead[0].Addr, errRefused)
+	old, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Invoke(context.Background(), dead, &Call{Service: "a"}, f.invoke)
+	old.Invoke(context.Background(), dead, &Call{Service: "b"}, f.invoke)
+	renewed, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer renewed.Close()
+	renewed.Invoke(context.Background(), dead, &Call{Service: "a"}, f.invoke)
+	if got := open(); got != 3 {
+		t.Fatalf("open with both clusters: %v, want 3", got)
+	}
+	old.Close()
+	if got := open(); got != 1 {
+		t.Errorf("open once the old cluster closed: %v, want 1 (the new cluster's)", got)
 	}
 }

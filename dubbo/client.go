@@ -57,6 +57,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the dubbogw_dubbo_* metrics. Nil: not registered.
 	Registerer prometheus.Registerer
+	// PerAddrMetrics labels the dubbogw_dubbo_* metrics with the provider
+	// address (addr): 49 series for each address called, deleted by
+	// Forget. Default false: no addr label, every provider counts into
+	// the same 49 series, however many the registries list.
+	PerAddrMetrics bool
 }
 
 func (o Options) withDefaults() Options {
@@ -121,7 +126,7 @@ func New(opts Options) *Client {
 	c := &Client{
 		opts:        opts,
 		log:         opts.Logger,
-		metrics:     newMetrics(opts.Registerer),
+		metrics:     newMetrics(opts.Registerer, opts.PerAddrMetrics),
 		descriptors: descriptorCache{m: make(map[string]string)},
 		drained:     make(chan struct{}),
 	}

@@ -184,10 +184,10 @@ func TestMultiplexOutOfOrder(t *testing.T) {
 	if got := len(p.Conns()); got != 1 {
 		t.Fatalf("%d connections, want 1", got)
 	}
-	if got := metricValue(t, c.metrics.calls.WithLabelValues(p.Addr(), "ok")); got != n {
+	if got := metricValue(t, c.metrics.forAddr(p.Addr()).calls[outcomeOK]); got != n {
 		t.Fatalf("calls_total ok = %v", got)
 	}
-	if got := metricValue(t, c.metrics.pending.WithLabelValues(p.Addr())); got != 0 {
+	if got := metricValue(t, c.metrics.forAddr(p.Addr()).pending); got != 0 {
 		t.Fatalf("pending gauge %v after all calls", got)
 	}
 	frames := histogramSum(t, reg, "dubbogw_dubbo_write_batch_frames")
@@ -251,10 +251,10 @@ func TestDeadline(t *testing.T) {
 	if err != nil || res.Value != "next" {
 		t.Fatalf("call after a late response: %v, %v", res, err)
 	}
-	if got := metricValue(t, c.metrics.late.WithLabelValues(p.Addr())); got != 1 {
+	if got := metricValue(t, c.metrics.forAddr(p.Addr()).late); got != 1 {
 		t.Fatalf("late responses %v, want 1", got)
 	}
-	if got := metricValue(t, c.metrics.calls.WithLabelValues(p.Addr(), "timeout")); got != 1 {
+	if got := metricValue(t, c.metrics.forAddr(p.Addr()).calls[outcomeTimeout]); got != 1 {
 		t.Fatalf("timeouts %v, want 1", got)
 	}
 
@@ -348,7 +348,7 @@ func TestBadResponseBody(t *testing.T) {
 	if n := len(p.Conns()); n != 1 {
 		t.Fatalf("%d connections, want 1", n)
 	}
-	if got := metricValue(t, c.metrics.calls.WithLabelValues(p.Addr(), "decode_error")); got != 1 {
+	if got := metricValue(t, c.metrics.forAddr(p.Addr()).calls[outcomeDecodeError]); got != 1 {
 		t.Fatalf("decode errors %v", got)
 	}
 }
@@ -455,10 +455,10 @@ func TestHeartbeat(t *testing.T) {
 		t.Fatalf("missed heartbeats noticed after %v", d)
 	}
 	waitN(t, eof, 1)
-	if got := metricValue(t, c.metrics.idleCloses.WithLabelValues(p.Addr())); got != 1 {
+	if got := metricValue(t, c.metrics.forAddr(p.Addr()).idleCloses); got != 1 {
 		t.Fatalf("heartbeat timeouts %v, want 1", got)
 	}
-	if got := metricValue(t, c.metrics.heartbeats.WithLabelValues(p.Addr())); got < 3 {
+	if got := metricValue(t, c.metrics.forAddr(p.Addr()).heartbeats); got < 3 {
 		t.Fatalf("heartbeats sent %v, want at least 3", got)
 	}
 }
@@ -527,10 +527,10 @@ func TestReconnect(t *testing.T) {
 		_, err := c.Invoke(callCtx(t, 5*time.Second), addr, echoCall("x"))
 		return err == nil
 	})
-	if got := metricValue(t, c.metrics.reconnects.WithLabelValues(addr)); got != 1 {
+	if got := metricValue(t, c.metrics.forAddr(addr).reconnects); got != 1 {
 		t.Fatalf("reconnects %v, want 1", got)
 	}
-	if got := metricValue(t, c.metrics.connections.WithLabelValues(addr)); got != 1 {
+	if got := metricValue(t, c.metrics.forAddr(addr).connections); got != 1 {
 		t.Fatalf("connections gauge %v, want 1", got)
 	}
 }
@@ -578,7 +578,7 @@ func TestReadonly(t *testing.T) {
 	if !c.Readonly(addr) {
 		t.Fatal("not readonly after the event")
 	}
-	if got := metricValue(t, c.metrics.readonly.WithLabelValues(addr)); got != 1 {
+	if got := metricValue(t, c.metrics.forAddr(addr).readonly); got != 1 {
 		t.Fatalf("readonly events %v", got)
 	}
 	p.Close()
@@ -709,7 +709,7 @@ func TestMaxPending(t *testing.T) {
 	wantErr(t, err, ErrOverloaded, p.Addr())
 	h.release()
 	wg.Wait()
-	if got := metricValue(t, c.metrics.calls.WithLabelValues(p.Addr(), "overloaded")); got != 1 {
+	if got := metricValue(t, c.metrics.forAddr(p.Addr()).calls[outcomeOverloaded]); got != 1 {
 		t.Fatalf("overloaded calls %v", got)
 	}
 }
@@ -911,7 +911,7 @@ func TestRedial(t *testing.T) {
 	// waits before take 1.55 s to 3.1 s, more on a loaded machine (the
 	// race detector, other packages' tests): allow 15 s.
 	testenv.WaitFor(t, 15*time.Second, "six failed dials", func() bool {
-		return metricValue(t, c.metrics.dialErrors.WithLabelValues(addr)) >= 6
+		return metricValue(t, c.metrics.forAddr(addr).dialErrors) >= 6
 	})
 	startProvider(t, addr, echo)
 	start := time.Now()

@@ -1,6 +1,8 @@
 package dubbo
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,9 +56,14 @@ func (o outcome) String() string {
 	return "unknown"
 }
 
-// metrics are the client's metric families, all labelled by provider
-// address (bounded by the providers the registry knows).
+// metrics are the client's metric families. With perAddr every family is
+// labelled by provider address (series grow with the providers called);
+// without, the families have no addr label and every provider counts into
+// the same series, so their number does not depend on the registry.
 type metrics struct {
+	perAddr     bool
+	sharedOnce  sync.Once
+	shared      *addrMetrics // the series every address uses, made on first use; nil with perAddr
 	connections *prometheus.GaugeVec
 	pending     *prometheus.GaugeVec
 	calls       *prometheus.CounterVec
@@ -70,54 +77,59 @@ type metrics struct {
 	batch       *prometheus.HistogramVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, perAddr bool) *metrics {
+	var addr []string // the labels of every family but calls
+	if perAddr {
+		addr = []string{"addr"}
+	}
 	m := &metrics{
+		perAddr: perAddr,
 		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "dubbogw_dubbo_connections",
-			Help: "Open connections to a Dubbo provider.",
-		}, []string{"addr"}),
+			Help: "Open connections to Dubbo providers.",
+		}, addr),
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "dubbogw_dubbo_pending_calls",
-			Help: "Calls sent to a Dubbo provider and waiting for their response.",
-		}, []string{"addr"}),
+			Help: "Calls sent to Dubbo providers and waiting for their response.",
+		}, addr),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_dubbo_calls_total",
-			Help: "Dubbo calls by provider and result (ok, business_error, status_error, timeout, canceled, overloaded, connect_error, connection_lost, closed, bad_request, decode_error).",
-		}, []string{"addr", "result"}),
+			Help: "Dubbo calls by result (ok, business_error, status_error, timeout, canceled, overloaded, connect_error, connection_lost, closed, bad_request, decode_error).",
+		}, append(slices.Clone(addr), "result")),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "dubbogw_dubbo_call_duration_seconds",
 			Help:    "Time from starting a Dubbo call to its result or error.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"addr"}),
+		}, addr),
 		reconnects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_dubbo_reconnects_total",
-			Help: "Connections to a Dubbo provider re-established after a loss or a failed dial.",
-		}, []string{"addr"}),
+			Help: "Connections to Dubbo providers re-established after a loss or a failed dial.",
+		}, addr),
 		dialErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_dubbo_dial_errors_total",
-			Help: "Failed attempts to connect to a Dubbo provider.",
-		}, []string{"addr"}),
+			Help: "Failed attempts to connect to Dubbo providers.",
+		}, addr),
 		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_dubbo_heartbeats_total",
-			Help: "Heartbeats sent to a Dubbo provider on idle connections.",
-		}, []string{"addr"}),
+			Help: "Heartbeats sent to Dubbo providers on idle connections.",
+		}, addr),
 		idleCloses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_dubbo_heartbeat_timeouts_total",
 			Help: "Connections closed because the provider sent nothing for three heartbeat intervals.",
-		}, []string{"addr"}),
+		}, addr),
 		readonly: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_dubbo_readonly_events_total",
-			Help: "Readonly events (provider shutting down) received from a Dubbo provider.",
-		}, []string{"addr"}),
+			Help: "Readonly events (provider shutting down) received from Dubbo providers.",
+		}, addr),
 		late: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_dubbo_late_responses_total",
 			Help: "Responses dropped because their call had already ended (deadline, cancellation).",
-		}, []string{"addr"}),
+		}, addr),
 		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "dubbogw_dubbo_write_batch_frames",
 			Help:    "Frames written to a Dubbo connection per flush (write queue drained per syscall).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256},
-		}, []string{"addr"}),
+		}, addr),
 	}
 	if reg != nil {
 		m.connections = observe.MustRegister(reg, m.connections)
@@ -135,11 +147,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// addrMetrics are the series of one provider address, resolved once so the
-// hot path never looks labels up.
+// addrMetrics are the series of one provider address (or, without
+// per-address series, of every address), resolved once so the hot path
+// never looks labels up.
 type addrMetrics struct {
 	parent      *metrics
-	addr        string
+	addr        string // "" for the shared series
 	connections prometheus.Gauge
 	pending     prometheus.Gauge
 	calls       [numOutcomes]prometheus.Counter
@@ -153,31 +166,51 @@ type addrMetrics struct {
 	batch       prometheus.Observer
 }
 
+// forAddr returns the series addr counts into: its own with per-address
+// series, else the shared ones (made by the first call, so a gateway
+// without Dubbo routes exports none).
 func (m *metrics) forAddr(addr string) *addrMetrics {
+	if !m.perAddr {
+		m.sharedOnce.Do(func() { m.shared = m.resolve("") })
+		return m.shared
+	}
+	return m.resolve(addr)
+}
+
+// resolve looks up the series labelled addr ("": the unlabelled ones).
+func (m *metrics) resolve(addr string) *addrMetrics {
+	var lv []string
+	if m.perAddr {
+		lv = []string{addr}
+	}
 	am := &addrMetrics{
 		parent:      m,
 		addr:        addr,
-		connections: m.connections.WithLabelValues(addr),
-		pending:     m.pending.WithLabelValues(addr),
-		duration:    m.duration.WithLabelValues(addr),
-		reconnects:  m.reconnects.WithLabelValues(addr),
-		dialErrors:  m.dialErrors.WithLabelValues(addr),
-		heartbeats:  m.heartbeats.WithLabelValues(addr),
-		idleCloses:  m.idleCloses.WithLabelValues(addr),
-		readonly:    m.readonly.WithLabelValues(addr),
-		late:        m.late.WithLabelValues(addr),
-		batch:       m.batch.WithLabelValues(addr),
+		connections: m.connections.WithLabelValues(lv...),
+		pending:     m.pending.WithLabelValues(lv...),
+		duration:    m.duration.WithLabelValues(lv...),
+		reconnects:  m.reconnects.WithLabelValues(lv...),
+		dialErrors:  m.dialErrors.WithLabelValues(lv...),
+		heartbeats:  m.heartbeats.WithLabelValues(lv...),
+		idleCloses:  m.idleCloses.WithLabelValues(lv...),
+		readonly:    m.readonly.WithLabelValues(lv...),
+		late:        m.late.WithLabelValues(lv...),
+		batch:       m.batch.WithLabelValues(lv...),
 	}
 	for o := range numOutcomes {
-		am.calls[o] = m.calls.WithLabelValues(addr, o.String())
+		am.calls[o] = m.calls.WithLabelValues(append(slices.Clip(lv), o.String())...)
 	}
 	return am
 }
 
 // forget deletes the address's series: a provider gone from the registry
-// must not leave label values behind for ever.
+// must not leave label values behind for ever. The shared series stay:
+// they belong to no one address.
 func (am *addrMetrics) forget() {
 	m := am.parent
+	if !m.perAddr {
+		return
+	}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.connections, m.pending, m.duration, m.reconnects, m.dialErrors, m.heartbeats, m.idleCloses,

@@ -116,6 +116,24 @@ type Client struct {
 	AllowedClasses []string `yaml:"allowed_classes"`
 	// References bounds references made on demand.
 	References References `yaml:"references"`
+	// Metrics sets which Dubbo metrics are exported one series per
+	// provider. Changes only on restart.
+	Metrics Metrics `yaml:"metrics"`
+}
+
+// Metrics sets the cardinality of the Dubbo client's and clusters'
+// metrics (docs/METRICS.md has the formula).
+type Metrics struct {
+	// PerProvider labels the dubbogw_dubbo_* families with the provider
+	// address (addr) and exports each provider circuit breaker's state and
+	// transitions under its address: series then grow with the providers
+	// (49 per address called, and one or more per route and provider
+	// address). For debugging a few providers, not for a large registry.
+	// Default false: the dubbogw_dubbo_* families have no addr label, and
+	// a route's provider breakers are counted in
+	// dubbogw_cluster_provider_breakers_open; the series do not grow with
+	// the registry.
+	PerProvider bool `yaml:"per_provider"`
 }
 
 // Config is a route's dubbo: mapping: it turns the route's requests into

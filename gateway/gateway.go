@@ -144,16 +144,18 @@ func New(opts Options) (*Gateway, error) {
 	g.admission = admission.NewMetrics(g.registry)
 	dc := dubboroute.ClientOf(cfg)
 	g.dubbo = dubbo.New(dubbo.Options{
-		ConnsPerAddr: dc.ConnsPerAddr,
-		DialTimeout:  dc.DialTimeout.D(),
-		Heartbeat:    dc.Heartbeat.D(),
-		MaxPayload:   int(dc.MaxPayload),
-		MaxPending:   dc.MaxPending,
-		Logger:       g.log,
-		Registerer:   g.registry,
+		ConnsPerAddr:   dc.ConnsPerAddr,
+		DialTimeout:    dc.DialTimeout.D(),
+		Heartbeat:      dc.Heartbeat.D(),
+		MaxPayload:     int(dc.MaxPayload),
+		MaxPending:     dc.MaxPending,
+		Logger:         g.log,
+		Registerer:     g.registry,
+		PerAddrMetrics: dc.Metrics.PerProvider,
 	})
 	g.deps = deps{log: g.log, metrics: g.metrics, upstream: proxy.NewMetrics(g.registry), dubbo: g.dubbo,
-		cluster: cluster.NewMetrics(g.registry), redis: g.redis, registry: g.registry, admission: g.admission, tracer: g.tracer}
+		cluster: cluster.NewMetrics(g.registry, cluster.MetricsOptions{PerProvider: dc.Metrics.PerProvider}),
+		redis:   g.redis, registry: g.registry, admission: g.admission, tracer: g.tracer}
 	t, err := buildTable(cfg, nil, g.deps)
 	if err != nil {
 		_ = g.dubbo.Close(context.Background())

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMetricsAfterKnownTraffic scrapes /metrics after a known set of
@@ -49,7 +52,8 @@ routes:
 		`dubbogw_http_request_duration_seconds_count{route="h"} 4`,
 		`dubbogw_auth_requests_total{result="ok",route="h"} 3`,
 		`dubbogw_ratelimit_decisions_total{result="allowed",route="h",source="local"} 3`,
-		`dubbogw_dubbo_calls_total{addr="` + provider + `",result="ok"} 2`,
+		`dubbogw_dubbo_calls_total{result="ok"} 2`,
+		`dubbogw_cluster_provider_breakers_open{route="d"} 0`,
 		`dubbogw_inflight{scope="h"} 0`,
 		`dubbogw_inflight_limit{scope="h"} 5`,
 		`dubbogw_routes 2`,
@@ -142,5 +146,68 @@ func TestRouteSeriesMadeAtFirstRequest(t *testing.T) {
 	}
 	if strings.Contains(after, `route="r8"`) {
 		t.Error("a route not called exports series")
+	}
+}
+
+// TestMetricsDoNotGrowWithProviders scrapes /metrics after the same calls
+// through a Dubbo route whose service has 100 providers, then 2,000 (all
+// refusing connections: every call fails over three of them): by
+// default the scrape has as many series either way; with
+// dubbo.metrics.per_provider, each provider adds its own. Both counts are
+// those of the formula in docs/METRICS.md.
+func TestMetricsDoNotGrowWithProviders(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // every address below refuses connections at once
+	scrape := func(perProvider bool, providers int) (series, size int) {
+		addrs := make([]string, providers)
+		for i := range addrs {
+			addrs[i] = fmt.Sprintf("%q", fmt.Sprintf("127.0.%d.%d:%d", i/250, 1+i%250, port))
+		}
+		tg := startGW(t, fmt.Sprintf(`
+dubbo: {metrics: {per_provider: %v}}
+registries: {r: {providers: {com.example.demo.UserService: [%s]}}}
+routes:
+  - name: d
+    match: {path: "/d/{id}"}
+    dubbo: {registry: r, interface: com.example.demo.UserService, method: getUser, loadbalance: roundrobin,
+            params: [{type: java.lang.String, from: path, name: id}]}
+`, perProvider, strings.Join(addrs, ", ")))
+		for i := range 3 {
+			if a := do(t, "GET", fmt.Sprintf("%s/d/%d", tg.base, i), nil); a.status < 500 {
+				t.Fatalf("a call to providers that refuse connections: %d %s", a.status, a.body)
+			}
+		}
+		m := do(t, "GET", tg.admin+"/metrics", nil).body
+		for _, line := range strings.Split(m, "\n") {
+			if strings.HasPrefix(line, "dubbogw_") {
+				series++
+				size += len(line) + 1
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tg.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return series, size
+	}
+	// docs/METRICS.md's formula for this gateway: 28 fixed, E = 1 error
+	// code, 19 for the one route called (d: "none" answered nothing) and
+	// d's one status code, 4 for the Dubbo route, 18 for the registry
+	// and 1 for its service, 49 for the Dubbo client. Per provider: one
+	// breaker state per provider, and the client's 49 for each of the 9
+	// addresses called (3 calls, 3 attempts).
+	want := 28 + 1 + 19 + 1 + 4 + 18 + 1 + 49
+	for _, providers := range []int{100, 2000} {
+		if got, size := scrape(false, providers); got != want {
+			t.Errorf("default, %d providers: %d series (%d bytes), want %d", providers, got, size, want)
+		}
+		if got, size := scrape(true, providers); got != want+providers+49*8 {
+			t.Errorf("per_provider, %d providers: %d series (%d bytes), want %d", providers, got, size, want+providers+49*8)
+		}
 	}
 }

@@ -169,7 +169,7 @@ func TestAppDiscGroupVersion(t *testing.T) {
 	pb := start("appdisc-gv-b", "2.0.0", "")
 	pc := start("appdisc-gv-c", "", "g1")
 
-	gw := startGateway(t, appGW{zk: zkAddr, group: group, routes: []string{
+	gw := startGateway(t, appGW{zk: zkAddr, group: group, perProvider: true, routes: []string{
 		userRoute("v2", "/v2/users/{id}", "2.0.0", "", "getUser", pathID),
 		userRoute("g1", "/g1/users/{id}", "1.0.0", "g1", "getUser", pathID),
 		userRoute("v3", "/v3/users/{id}", "3.0.0", "", "getUser", pathID),
@@ -316,7 +316,7 @@ func TestAppDiscUnreachableMetadata(t *testing.T) {
 	group, conn := registryGroup(t, zkAddr, "unreachable")
 	const app = "appdisc-unreachable"
 	p := startDubboGoProvider(t, providerConfig{ZK: zkAddr, RegistryGroup: group, RegistryType: "service", Metadata: "local", App: app})
-	gw := startGateway(t, appGW{zk: zkAddr, group: group}.yaml())
+	gw := startGateway(t, appGW{zk: zkAddr, group: group, perProvider: true}.yaml())
 	wantJSON(userJSON("1"))(t, gw.do(t, "GET", "/users/1", ""))
 
 	// The bad instance: the real node's JSON with every port of it
@@ -395,7 +395,7 @@ func TestAppDiscChurnUnderLoad(t *testing.T) {
 	group, _ := registryGroup(t, zkAddr, "churn")
 	cfg := providerConfig{ZK: zkAddr, RegistryGroup: group, RegistryType: "service", Metadata: "local", App: "appdisc-churn"}
 	pa := startDubboGoProvider(t, cfg)
-	gw := startGateway(t, appGW{zk: zkAddr, group: group}.yaml())
+	gw := startGateway(t, appGW{zk: zkAddr, group: group, perProvider: true}.yaml())
 	wantJSON(userJSON("1"))(t, gw.do(t, "GET", "/users/1", ""))
 
 	load := startLoad(gw.base+"/users/", 4, 2*time.Millisecond, 30*time.Second, 50_000)
@@ -636,12 +636,17 @@ type appGW struct {
 	routes               []string // more routes, YAML list items
 	top                  string   // more top-level YAML
 	noUserRoute          bool     // without the get-user route
+	perProvider          bool     // dubbo metrics by provider address (not with a dubbo: in top)
 }
 
 const pathID = "params: [{type: java.lang.String, from: path, name: id}]"
 
 func (c appGW) yaml() string {
 	var b strings.Builder
+	top := c.top
+	if c.perProvider {
+		top += "dubbo: {metrics: {per_provider: true}}\n"
+	}
 	fmt.Fprintf(&b, `listen: "127.0.0.1:0"
 admin: {listen: "127.0.0.1:0"}
 access_log: {enabled: false}
@@ -651,7 +656,7 @@ shutdown: {delay: 0s, drain_timeout: 5s}
     type: zookeeper
     address: %q
     startup_wait: 5s
-`, c.top, c.zk)
+`, top, c.zk)
 	if c.group != "" {
 		fmt.Fprintf(&b, "    root: %s\n", c.group)
 	}
