@@ -153,7 +153,7 @@ type Cluster struct {
 	now        func() time.Time
 	log        *slog.Logger
 	metrics    *Metrics
-	series     routeSeries
+	series     atomic.Pointer[routeSeries] // made at the first call (series)
 
 	views snapshotCache[*view]
 	pool  sync.Pool // *invocation
@@ -235,7 +235,7 @@ func New(opts Options) (*Cluster, error) {
 		errServiceOpen: fmt.Errorf("route %s: the called service's %w", opts.Route, ErrBreakerOpen),
 	}
 	c.pool.New = func() any { return new(invocation) }
-	c.series = c.metrics.acquireRoute(c.route, policyName)
+	c.metrics.acquireRoute(c.route, policyName)
 	if breakerOpt.enabled() {
 		c.metrics.acquireProviderBreakers(c.route)
 	}
@@ -361,7 +361,7 @@ func (c *Cluster) invoke(ctx context.Context, providers []*Provider, call *Call,
 			break
 		}
 		if attempt > 0 {
-			c.series.retries.Inc()
+			c.routeSeries().retries.Inc()
 		}
 		st.excl.tried = append(st.excl.tried, idx)
 		smp := c.stats.start(sv[idx])
@@ -424,7 +424,7 @@ func (c *Cluster) pick(providers []*Provider, v *view, st *invocation) (int, tic
 			}
 			continue
 		}
-		c.series.selections.Inc()
+		c.routeSeries().selections.Inc()
 		if v.breakers == nil {
 			return idx, ticket{}, true
 		}
@@ -701,3 +701,15 @@ func (l *lazyClock) get() int64 {
 }
 
 func (l *lazyClock) reset() { l.read = false }
+
+// routeSeries returns the route's retry and selection series, made at the
+// first call: a route nobody calls exports none. Two calls racing to make
+// them resolve the same series.
+func (c *Cluster) routeSeries() *routeSeries {
+	if s := c.series.Load(); s != nil {
+		return s
+	}
+	s := c.metrics.routeSeries(c.route, c.policyName)
+	c.series.Store(s)
+	return s
+}

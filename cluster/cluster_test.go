@@ -340,7 +340,7 @@ func testProviderBreaker(t *testing.T, perProvider bool) {
 			t.Errorf("provider breakers open: %v, want %v", got, open)
 		}
 	}
-	checkState(-1, 0) // no breaker before the first call
+	checkState(-1, -1) // no breaker before the first call, and no count before a breaker changed
 	// Round-robin alternates a, b: three failures on a in six calls.
 	for range 6 {
 		c.Invoke(context.Background(), ps, nil, f.invoke)
@@ -787,5 +787,31 @@ func TestMetricsCardinality(t *testing.T) {
 	few, many = series(true, 100), series(true, 2000)
 	if many < few+1900 {
 		t.Errorf("per provider: %d series with 100 providers, %d with 2,000: want one more per provider at least", few, many)
+	}
+}
+
+// TestRouteSeriesMadeAtFirstCall: a route's cluster exports nothing before
+// its first call (thousands of routes nobody calls cost no series); the
+// first call makes its selection series, and a breaker's state appears
+// with its first change.
+func TestRouteSeriesMadeAtFirstCall(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, MetricsOptions{})
+	c, err := New(Options{Route: "users", Metrics: m, Logger: quietLogger(),
+		Breaker: BreakerOptions{ConsecutiveFailures: 1}, RouteBreaker: BreakerOptions{ConsecutiveFailures: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		t.Errorf("before any call: %s exported (%d series)", f.GetName(), len(f.GetMetric()))
+	}
+	c.Invoke(context.Background(), newProviders(3), nil, newFakeInvoker().invoke)
+	if got := testenv.MetricValue(t, reg, "dubbogw_cluster_selections_total", map[string]string{"route": "users"}); got != 1 {
+		t.Errorf("selections after one call: %v, want 1", got)
 	}
 }

@@ -107,15 +107,20 @@ type routeSeries struct {
 	selections prometheus.Counter
 }
 
-// acquireRoute resolves the series of route and its policy and takes a
-// reference on them; release them with release(route, "", "") and
-// release(route, "policy", policy).
-func (m *Metrics) acquireRoute(route, policy string) routeSeries {
+// acquireRoute takes a reference on the series of route and its policy;
+// release them with release(route, "", "") and release(route, "policy",
+// policy). The series themselves are made at the route's first call
+// (routeSeries): a route nobody calls exports none.
+func (m *Metrics) acquireRoute(route, policy string) {
 	m.mu.Lock()
 	m.refs[seriesKey{route: route}]++
 	m.refs[seriesKey{route, scopePolicy, policy}]++
 	m.mu.Unlock()
-	return routeSeries{
+}
+
+// routeSeries resolves the series of route and its policy.
+func (m *Metrics) routeSeries(route, policy string) *routeSeries {
+	return &routeSeries{
 		retries:    m.retries.WithLabelValues(route),
 		selections: m.selections.WithLabelValues(route, policy),
 	}
@@ -131,7 +136,10 @@ func (m *Metrics) acquireBreaker(route, scope, key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := seriesKey{route, scope, key}
-	if m.refs[k]++; m.refs[k] == 1 {
+	// A route's breaker state is exported from its first change (a route
+	// nobody calls exports none); a provider's, asked for with
+	// PerProvider, from the start.
+	if m.refs[k]++; m.refs[k] == 1 && scope == ScopeProvider {
 		m.breakerState.WithLabelValues(route, scope, key).Set(float64(BreakerClosed))
 	}
 }
@@ -141,10 +149,7 @@ func (m *Metrics) acquireBreaker(route, scope, key string) {
 func (m *Metrics) acquireServiceBreakers(route string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := seriesKey{route, ScopeService, ""}
-	if m.refs[k]++; m.refs[k] == 1 {
-		m.serviceOpen.WithLabelValues(route).Set(0)
-	}
+	m.refs[seriesKey{route, ScopeService, ""}]++ // exported from the first breaker's change
 }
 
 // acquireProviderBreakers takes a reference on the series counting route's
@@ -152,10 +157,7 @@ func (m *Metrics) acquireServiceBreakers(route string) {
 func (m *Metrics) acquireProviderBreakers(route string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := seriesKey{route, scopeProviders, ""}
-	if m.refs[k]++; m.refs[k] == 1 {
-		m.providerOpen.WithLabelValues(route).Set(0)
-	}
+	m.refs[seriesKey{route, scopeProviders, ""}]++ // exported from the first breaker's change
 }
 
 // serviceBreakerChanged records a transition of one of route's service
