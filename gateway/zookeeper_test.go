@@ -134,6 +134,27 @@ const watchesPerInterface = 3
 // serverWatches is the private server's count of watches (mntr's
 // zk_watch_count: data, exists and child watches of every session; the
 // wchc/wchp listings leave child watches out).
+// waitWatches waits, up to 10 s, until reg counts want watches and
+// ZooKeeper holds as many. Neither is immediate: a watch that fired is
+// armed again by a read that may still be in the client when the
+// directory already has its answer, and the client re-sends the watches
+// of a resumed session (SetWatches) after it reports the session.
+func (f *zkFixture) waitWatches(t *testing.T, reg registry.Registry, want int, when string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, n := reg.Status(), f.serverWatches(t)
+		if st.Watches == want && n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s: the registry counts %d watches (status %+v) and ZooKeeper holds %d; want %d", when, st.Watches, st, n, want)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (f *zkFixture) serverWatches(t *testing.T) int {
 	t.Helper()
 	out, err := testenv.FourLetterWord(f.addr, "mntr")
@@ -286,12 +307,7 @@ func TestSeedIncidentZooKeeper(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			if st := tg.table.Load().registries["zk"].Status(); st.Subscriptions != 1 || st.Watches != tc.watchesServed {
-				t.Errorf("after the provider came: %+v; want %d watches", st, tc.watchesServed)
-			}
-			if n := f.serverWatches(t); n != tc.watchesServed {
-				t.Errorf("after the provider came ZooKeeper holds %d watches; want %d", n, tc.watchesServed)
-			}
+			f.waitWatches(t, tg.table.Load().registries["zk"], tc.watchesServed, "after the provider came")
 		})
 	}
 }
@@ -917,9 +933,7 @@ routes:
 	time.Sleep(3 * time.Second) // > session_timeout: the server expires the session
 	proxy.Resume()
 	waitFor("a new session", func(st registryStatus) bool { return healthy(st) && st.SessionExpiries == 1 })
-	if n := f.serverWatches(t); n != watchesPerInterface {
-		t.Errorf("after the session expiry ZooKeeper holds %d watches; want %d", n, watchesPerInterface)
-	}
+	f.waitWatches(t, tg.table.Load().registries["zk"], watchesPerInterface, "after the session expiry")
 
 	// 2. ZooKeeper restarts.
 	srv.Stop()
@@ -927,9 +941,7 @@ routes:
 	degradedReady()
 	srv.Start()
 	waitFor("the session back", healthy)
-	if n := f.serverWatches(t); n != watchesPerInterface {
-		t.Errorf("after the restart ZooKeeper holds %d watches; want %d", n, watchesPerInterface)
-	}
+	f.waitWatches(t, tg.table.Load().registries["zk"], watchesPerInterface, "after the restart")
 	if r := do(t, "GET", tg.admin+"/readyz", nil); r.status != 200 || strings.Contains(r.body, "degraded") {
 		t.Errorf("readyz after the outages: %d %s", r.status, r.body)
 	}

@@ -33,6 +33,11 @@ type pathWatch struct {
 	live  bool   // a state holds it: read it when needed, re-arm it when it fires
 	armed bool   // a watch is set (in the client in use and on the server)
 	busy  bool   // a read is in the client
+	// arming says the read in the client sets the watch: the node counts
+	// as watched meanwhile, so a status published while a fired watch is
+	// re-armed still counts it (the status goes out before the directories
+	// it describes: see worker.step).
+	arming bool
 	need  bool   // the node must be read (again): in watches.due while not busy
 	// fired says its watch fired while a read was in the client: which of
 	// the read's answer and the change came first is unknown, so it is
@@ -117,9 +122,16 @@ func (ws *watches) setLive(pw *pathWatch, live bool) {
 	ws.countArmed(pw, +1)
 }
 
+func (ws *watches) setArming(pw *pathWatch, arming bool) {
+	ws.countArmed(pw, -1)
+	pw.arming = arming
+	ws.countArmed(pw, +1)
+}
+
+// countArmed counts pw, armed or being armed, in the live or orphan count.
 func (ws *watches) countArmed(pw *pathWatch, d int) {
 	switch {
-	case !pw.armed:
+	case !pw.armed && !pw.arming:
 	case pw.live:
 		ws.liveArmed += d
 	default:
@@ -139,11 +151,15 @@ func (ws *watches) forget(pw *pathWatch) {
 // false when no more reads fit in the client: the results of those in
 // flight wake the worker.
 func (ws *watches) startRead(pw *pathWatch) bool {
-	op := readOp(ws.session.client.conn, pw.path, pw.kind, !pw.armed)
+	arm := !pw.armed
+	op := readOp(ws.session.client.conn, pw.path, pw.kind, arm)
 	if !ws.session.start(pw, op) {
 		return false
 	}
 	pw.busy, pw.fired = true, false
+	if arm {
+		ws.setArming(pw, true)
+	}
 	ws.clearNeed(pw)
 	return true
 }
@@ -154,6 +170,7 @@ func (ws *watches) startRead(pw *pathWatch) bool {
 // (retryLater).
 func (ws *watches) finish(pw *pathWatch, current bool, r opResult) bool {
 	pw.busy = false
+	ws.setArming(pw, false)
 	if current && r.watch != nil {
 		ws.setArmed(pw, true)
 		if ws.z.hooks.armed != nil {
