@@ -38,7 +38,7 @@ type pathWatch struct {
 	// re-armed still counts it (the status goes out before the directories
 	// it describes: see worker.step).
 	arming bool
-	need  bool   // the node must be read (again): in watches.due while not busy
+	need   bool // the node must be read (again): in watches.due while not busy
 	// fired says its watch fired while a read was in the client: which of
 	// the read's answer and the change came first is unknown, so it is
 	// read again after.
