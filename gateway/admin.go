@@ -231,44 +231,6 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 		registry.Status
 		References int `json:"references"`
 	}
-	// Provider breakers of each route, by address. A method route's apply
-	// to its own service; a pass-through route's to every service of its
-	// registry (it may call any of them). Indexed by registry and service,
-	// so each listed provider looks at its own service's routes only.
-	type routeBreakers struct {
-		route  string
-		byAddr map[string]cluster.BreakerState
-	}
-	type registryBreakers struct {
-		byService   map[string][]routeBreakers
-		passthrough []routeBreakers
-		services    []*route // pass-through routes: a breaker per service
-	}
-	breakers := map[string]*registryBreakers{}
-	for _, rt := range t.routes {
-		if rt.dubbo == nil {
-			continue
-		}
-		rb := routeBreakers{route: rt.name, byAddr: map[string]cluster.BreakerState{}}
-		for _, b := range rt.dubbo.Breakers() {
-			if b.Scope == cluster.ScopeProvider {
-				rb.byAddr[b.Key] = b.State
-			}
-		}
-		dr, _ := dubboroute.RouteOf(rt.cfg)
-		reg := breakers[dr.Registry]
-		if reg == nil {
-			reg = &registryBreakers{byService: map[string][]routeBreakers{}}
-			breakers[dr.Registry] = reg
-		}
-		if d := rt.dubboDirectory(); d != nil {
-			key := d.Key().String()
-			reg.byService[key] = append(reg.byService[key], rb)
-		} else {
-			reg.passthrough = append(reg.passthrough, rb)
-			reg.services = append(reg.services, rt)
-		}
-	}
 	regs := []registryView{}
 	services := []serviceView{}
 	total := 0
@@ -302,14 +264,21 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 			page = page[:left]
 			more = true
 		}
-		rb := breakers[name]
+		idx := t.dubboRoutes()[name]
 		for _, d := range page {
 			sv := serviceView{Registry: name, Service: d.Service, State: d.State, Refs: d.Refs, Updated: d.Updated,
 				Discovery: d.Discovery, Providers: make([]providerView, 0, len(d.Providers))}
+			// Provider breakers of the routes that may call the service, by
+			// address: its method routes', and every pass-through route's
+			// of its registry (read for the services listed only: the cost
+			// is that of the page).
 			var routes []routeBreakers
-			if rb != nil {
-				routes = append(slices.Clip(rb.byService[d.Service]), rb.passthrough...)
-				for _, rt := range rb.services {
+			if idx != nil {
+				for _, rt := range idx.byService[d.Service] {
+					routes = append(routes, providerBreakers(rt))
+				}
+				for _, rt := range idx.passthrough {
+					routes = append(routes, providerBreakers(rt))
 					if st, ok := rt.dubbo.ServiceBreaker(d.Service); ok && st.State != cluster.BreakerClosed {
 						if sv.ServiceBreakers == nil {
 							sv.ServiceBreakers = map[string]cluster.BreakerState{}
@@ -336,6 +305,22 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 		body["next"] = last.Registry + "/" + last.Service
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// routeBreakers are a Dubbo route's provider breakers, by address.
+type routeBreakers struct {
+	route  string
+	byAddr map[string]cluster.BreakerState
+}
+
+func providerBreakers(rt *route) routeBreakers {
+	rb := routeBreakers{route: rt.name, byAddr: map[string]cluster.BreakerState{}}
+	for _, b := range rt.dubbo.Breakers() {
+		if b.Scope == cluster.ScopeProvider {
+			rb.byAddr[b.Key] = b.State
+		}
+	}
+	return rb
 }
 
 // servicesQuery is what /admin/services is asked for: ?registry=,

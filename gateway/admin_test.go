@@ -285,3 +285,66 @@ routes:
 		})
 	}
 }
+
+// manyRoutesGateway builds (without starting) a gateway with one Dubbo
+// method route per service of a static registry, 10 providers each.
+func manyRoutesGateway(tb testing.TB, routes int) *Gateway {
+	tb.Helper()
+	var yaml strings.Builder
+	yaml.WriteString(baseYAML + "registries:\n  big:\n    providers:\n")
+	for s := range routes {
+		fmt.Fprintf(&yaml, "      com.example.many.Service%d: [", s)
+		for p := range 10 {
+			if p > 0 {
+				yaml.WriteString(", ")
+			}
+			n := s*10 + p
+			fmt.Fprintf(&yaml, `"10.%d.%d.%d:20880"`, n>>16&255, n>>8&255, n&255)
+		}
+		yaml.WriteString("]\n")
+	}
+	yaml.WriteString("routes:\n")
+	for s := range routes {
+		fmt.Fprintf(&yaml, "  - {name: r%d, match: {path: /r%d}, dubbo: {registry: big, interface: com.example.many.Service%d, method: m}}\n", s, s, s)
+	}
+	path := filepath.Join(tb.TempDir(), "gw.yaml")
+	if err := os.WriteFile(path, []byte(yaml.String()), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	g, err := New(Options{
+		Load:     func() (*config.Config, error) { return config.Load(path) },
+		Logger:   slog.New(slog.DiscardHandler),
+		Registry: observe.NewRegistry(),
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = g.Shutdown(ctx)
+	})
+	return g
+}
+
+// TestAdminServicesCostIsThePage: asking /admin/services for one service
+// costs the same with 100 routes as with 2,000 (it looked at every route's
+// breakers on every call: routes × providers).
+func TestAdminServicesCostIsThePage(t *testing.T) {
+	allocs := map[int]float64{}
+	for _, routes := range []int{100, 2000} {
+		g := manyRoutesGateway(t, routes)
+		h := g.adminHandler(g.startCfg)
+		req := httptest.NewRequest("GET", "/admin/services?service=com.example.many.Service7&limit=1", nil)
+		allocs[routes] = testing.AllocsPerRun(20, func() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"com.example.many.Service7"`) {
+				t.Fatalf("%d routes: %d %s", routes, rec.Code, rec.Body)
+			}
+		})
+	}
+	if allocs[2000] > allocs[100]+5 {
+		t.Errorf("one service's page: %.0f allocations with 100 routes, %.0f with 2,000", allocs[100], allocs[2000])
+	}
+}

@@ -82,6 +82,10 @@ type table struct {
 	bodyGrace   time.Duration // server.body_grace
 	minBodyRate int64         // server.min_body_rate, bytes per second
 
+	// dubboIndex is dubboRoutes' answer, made at its first call.
+	dubboIndex     map[string]*registryRoutes
+	dubboIndexOnce sync.Once
+
 	refs      atomic.Int64
 	retired   atomic.Bool
 	drainOnce sync.Once
@@ -235,6 +239,40 @@ func awaitProviders(cfg *config.Config, t *table) error {
 		}
 	}
 	return nil
+}
+
+// registryRoutes are the Dubbo routes of one registry: the method routes
+// by the service key they call, and the pass-through routes (which may
+// call any service of it).
+type registryRoutes struct {
+	byService   map[string][]*route
+	passthrough []*route
+}
+
+// dubboRoutes indexes the table's Dubbo routes by registry, once: the
+// admin's service listing looks up the routes of the services it lists.
+func (t *table) dubboRoutes() map[string]*registryRoutes {
+	t.dubboIndexOnce.Do(func() {
+		t.dubboIndex = map[string]*registryRoutes{}
+		for _, rt := range t.routes {
+			if rt.dubbo == nil {
+				continue
+			}
+			dr, _ := dubboroute.RouteOf(rt.cfg)
+			reg := t.dubboIndex[dr.Registry]
+			if reg == nil {
+				reg = &registryRoutes{byService: map[string][]*route{}}
+				t.dubboIndex[dr.Registry] = reg
+			}
+			if d := rt.dubboDirectory(); d != nil {
+				key := d.Key().String()
+				reg.byService[key] = append(reg.byService[key], rt)
+			} else {
+				reg.passthrough = append(reg.passthrough, rt)
+			}
+		}
+	})
+	return t.dubboIndex
 }
 
 // dubboDirectory is the directory a Dubbo method route calls, or nil.
