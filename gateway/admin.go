@@ -127,11 +127,17 @@ func (g *Gateway) readiness(t *table) readiness {
 // pendingServices lists, sorted, the service keys of the table's Dubbo
 // method routes that their registry has not answered for yet.
 func (t *table) pendingServices() []string {
+	if t.allAnswered.Load() {
+		return nil // a directory is pending only until its first answer
+	}
 	var out []string
 	for _, rt := range t.routes {
 		if d := rt.dubboDirectory(); d != nil && d.State() == registry.DirPending {
 			out = append(out, d.Key().String())
 		}
+	}
+	if len(out) == 0 {
+		t.allAnswered.Store(true)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

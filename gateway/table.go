@@ -86,6 +86,10 @@ type table struct {
 	dubboIndex     map[string]*registryRoutes
 	dubboIndexOnce sync.Once
 
+	// allAnswered latches once every Dubbo route's directory has had its
+	// first answer: /readyz stops walking the routes.
+	allAnswered atomic.Bool
+
 	refs      atomic.Int64
 	retired   atomic.Bool
 	drainOnce sync.Once
