@@ -111,7 +111,8 @@ func TestFetchUnreachable(t *testing.T) {
 // redials and succeeds instead of failing.
 func TestFetchAfterRestart(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	c := dubbo.New(dubbo.Options{Logger: slog.New(slog.DiscardHandler), Registerer: reg})
+	// Per-address series: the test counts this address's failed dials.
+	c := dubbo.New(dubbo.Options{Logger: slog.New(slog.DiscardHandler), Registerer: reg, PerAddrMetrics: true})
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	addr, stop := metadataServerStoppable(t, "127.0.0.1:0")
 	if _, err := fetch(t, c, instanceAt(t, addr, "a", "r1")); err != nil {
