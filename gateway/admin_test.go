@@ -291,40 +291,11 @@ routes:
 func manyRoutesGateway(tb testing.TB, routes int) *Gateway {
 	tb.Helper()
 	var yaml strings.Builder
-	yaml.WriteString(baseYAML + "registries:\n  big:\n    providers:\n")
-	for s := range routes {
-		fmt.Fprintf(&yaml, "      com.example.many.Service%d: [", s)
-		for p := range 10 {
-			if p > 0 {
-				yaml.WriteString(", ")
-			}
-			n := s*10 + p
-			fmt.Fprintf(&yaml, `"10.%d.%d.%d:20880"`, n>>16&255, n>>8&255, n&255)
-		}
-		yaml.WriteString("]\n")
-	}
-	yaml.WriteString("routes:\n")
+	yaml.WriteString(bigRegistryYAML("com.example.many.Service", routes) + "routes:\n")
 	for s := range routes {
 		fmt.Fprintf(&yaml, "  - {name: r%d, match: {path: /r%d}, dubbo: {registry: big, interface: com.example.many.Service%d, method: m}}\n", s, s, s)
 	}
-	path := filepath.Join(tb.TempDir(), "gw.yaml")
-	if err := os.WriteFile(path, []byte(yaml.String()), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	g, err := New(Options{
-		Load:     func() (*config.Config, error) { return config.Load(path) },
-		Logger:   slog.New(slog.DiscardHandler),
-		Registry: observe.NewRegistry(),
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = g.Shutdown(ctx)
-	})
-	return g
+	return offlineGateway(tb, yaml.String())
 }
 
 // TestAdminServicesCostIsThePage: asking /admin/services for one service

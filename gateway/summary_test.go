@@ -250,11 +250,29 @@ routes:
 // route may call any.
 func bigGateway(tb testing.TB, providers int) *Gateway {
 	tb.Helper()
-	var yaml strings.Builder
-	yaml.WriteString(baseYAML + "registries:\n  big:\n    providers:\n")
 	services := providers / 10
+	g := offlineGateway(tb, bigRegistryYAML("com.example.big.Service", services)+`routes:
+  - {name: one, match: {path: /one}, dubbo: {registry: big, interface: com.example.big.Service0, method: m}}
+  - {name: generic, match: {methods: [POST], path: "/dubbo/{interface}/{method}"},
+     dubbo: {registry: big, passthrough: {allow: [com.example.big.*]}}}
+`)
+	reg := g.table.Load().registries["big"]
 	for s := range services {
-		fmt.Fprintf(&yaml, "      com.example.big.Service%d: [", s)
+		reg.Subscribe(registry.ServiceKey{Interface: fmt.Sprintf("com.example.big.Service%d", s)})
+	}
+	if n := reg.(registry.ProviderCounter).ProviderCount(); n != providers {
+		tb.Fatalf("%d providers subscribed, want %d", n, providers)
+	}
+	return g
+}
+
+// bigRegistryYAML is a static registry "big" of services <prefix>0 … with
+// ten providers each, every address its own.
+func bigRegistryYAML(prefix string, services int) string {
+	var yaml strings.Builder
+	yaml.WriteString("registries:\n  big:\n    providers:\n")
+	for s := range services {
+		fmt.Fprintf(&yaml, "      %s%d: [", prefix, s)
 		for p := range 10 {
 			if p > 0 {
 				yaml.WriteString(", ")
@@ -264,13 +282,15 @@ func bigGateway(tb testing.TB, providers int) *Gateway {
 		}
 		yaml.WriteString("]\n")
 	}
-	yaml.WriteString(`routes:
-  - {name: one, match: {path: /one}, dubbo: {registry: big, interface: com.example.big.Service0, method: m}}
-  - {name: generic, match: {methods: [POST], path: "/dubbo/{interface}/{method}"},
-     dubbo: {registry: big, passthrough: {allow: [com.example.big.*]}}}
-`)
+	return yaml.String()
+}
+
+// offlineGateway builds, without starting, a gateway of baseYAML and yaml,
+// shut down when the test ends.
+func offlineGateway(tb testing.TB, yaml string) *Gateway {
+	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "gw.yaml")
-	if err := os.WriteFile(path, []byte(yaml.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(baseYAML+yaml), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	g, err := New(Options{
@@ -286,13 +306,6 @@ func bigGateway(tb testing.TB, providers int) *Gateway {
 		defer cancel()
 		_ = g.Shutdown(ctx)
 	})
-	reg := g.table.Load().registries["big"]
-	for s := range services {
-		reg.Subscribe(registry.ServiceKey{Interface: fmt.Sprintf("com.example.big.Service%d", s)})
-	}
-	if n := reg.(registry.ProviderCounter).ProviderCount(); n != providers {
-		tb.Fatalf("%d providers subscribed, want %d", n, providers)
-	}
 	return g
 }
 
