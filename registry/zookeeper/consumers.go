@@ -33,11 +33,16 @@ type consumers struct {
 	// or registered and not wanted, or neither and to be forgotten): sync
 	// looks at them only.
 	due map[*consumerNode]struct{}
-	n   int // nodes registered
+	// waiting are the nodes wanted whose interface has no providers node
+	// yet, by interface: out of due until it appears (providersAppeared),
+	// so that thousands of them cost nothing per step.
+	waiting map[string]map[*consumerNode]struct{}
+	n       int // nodes registered
 }
 
 func newConsumers(z *Registry, s *session) *consumers {
-	return &consumers{z: z, session: s, byKey: make(map[registry.ServiceKey]*consumerNode), due: make(map[*consumerNode]struct{})}
+	return &consumers{z: z, session: s, byKey: make(map[registry.ServiceKey]*consumerNode),
+		due: make(map[*consumerNode]struct{}), waiting: make(map[string]map[*consumerNode]struct{})}
 }
 
 // setRegistered records whether c's node is registered, keeping the count
@@ -99,7 +104,8 @@ func (cs *consumers) sync(r *round, hasProviders func(iface string) bool) {
 		switch {
 		case c.want && !c.registered:
 			if !hasProviders(key.Interface) {
-				continue // the providers node's watch wakes the worker when it appears
+				cs.wait(c) // until the providers node appears
+				continue
 			}
 			if !cs.startCreate(c) {
 				return
@@ -111,10 +117,31 @@ func (cs *consumers) sync(r *round, hasProviders func(iface string) bool) {
 		case !c.want:
 			delete(cs.byKey, key)
 			delete(cs.due, c)
+			delete(cs.waiting[key.Interface], c)
 		default:
 			delete(cs.due, c)
 		}
 	}
+}
+
+// wait takes c out of due until its interface's providers node appears.
+func (cs *consumers) wait(c *consumerNode) {
+	delete(cs.due, c)
+	w := cs.waiting[c.key.Interface]
+	if w == nil {
+		w = make(map[*consumerNode]struct{})
+		cs.waiting[c.key.Interface] = w
+	}
+	w[c] = struct{}{}
+}
+
+// providersAppeared says that interface iface's providers node exists:
+// its consumer nodes waiting for it are due.
+func (cs *consumers) providersAppeared(iface string) {
+	for c := range cs.waiting[iface] {
+		cs.check(c)
+	}
+	delete(cs.waiting, iface)
 }
 
 // startCreate starts registering the gateway as a consumer of c.key; false

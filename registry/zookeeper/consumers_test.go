@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/dubbogw/dubbogw/registry"
@@ -110,5 +111,29 @@ func TestZooKeeperConsumerWaitsForProvidersNode(t *testing.T) {
 	r.waitUntil(t, "registered once its providers node appeared", func() bool { return r.Status().Registered == 2 })
 	if nodes := e.children(e.nodePath(ghost, "consumers")); len(nodes) != 1 {
 		t.Fatalf("consumer nodes %v", nodes)
+	}
+}
+
+// TestConsumersWaitingCostNothing checks the bookkeeping without
+// ZooKeeper: nodes whose interface has no providers node leave the nodes
+// due after one look (application-level discovery has none: 5,000 of
+// them were scanned at every step, 60% of a core under churn), and come
+// back when it appears.
+func TestConsumersWaitingCostNothing(t *testing.T) {
+	z := &Registry{opts: Options{Register: true}}
+	cs := newConsumers(z, newSession(z, nil))
+	for i := range 1000 {
+		cs.register(registry.ServiceKey{Interface: "com.example.NoProviders" + strconv.Itoa(i)})
+	}
+	if len(cs.due) != 1000 {
+		t.Fatalf("%d nodes due, want 1000", len(cs.due))
+	}
+	cs.sync(&round{now: time.Now()}, func(string) bool { return false })
+	if len(cs.due) != 0 || len(cs.waiting) != 1000 {
+		t.Fatalf("after a look: %d due, %d interfaces waiting; want 0 and 1000", len(cs.due), len(cs.waiting))
+	}
+	cs.providersAppeared("com.example.NoProviders7")
+	if _, ok := cs.due[cs.byKey[registry.ServiceKey{Interface: "com.example.NoProviders7"}]]; !ok || len(cs.due) != 1 || len(cs.waiting) != 999 {
+		t.Fatalf("after its providers node appeared: %d due, %d waiting; want NoProviders7 due", len(cs.due), len(cs.waiting))
 	}
 }

@@ -172,6 +172,9 @@ func (i *ifaces) take(pw *pathWatch, r opResult) {
 	switch pw.kind {
 	case nodeProviders:
 		s.hasProviders = r.exists
+		if r.exists {
+			i.consumers.providersAppeared(s.name)
+		}
 		i.setProviders(s, r.children)
 	case nodeConfigurators:
 		i.setOverrides(s, r.children)
