@@ -26,7 +26,8 @@ import (
 // fetched off the worker, at most MetadataConcurrency at a time, each with
 // a deadline, retried with a backoff, and cached per instance and
 // revision (a revision alone is not unique: dubbo-go's ignores protocol,
-// port, group and version): metadata.go.
+// port, group and version), or per application and revision when it is
+// read from ZooKeeper (one node for all instances): metadata.go.
 
 // appState is an application named by the mapping node of a live interface.
 type appState struct {
@@ -311,6 +312,11 @@ func (ap *apps) setInstance(a *appState, in *instanceState, data []byte, exists 
 		return
 	}
 	key := metaKey{app: a.name, instance: in.child, revision: inst.Revision}
+	if storageType(inst) == "remote" {
+		// One node per application and revision, whichever instance
+		// reads it: fetched and parsed once for all of them.
+		key.instance = ""
+	}
 	if in.meta == nil || in.meta.key != key {
 		ap.useMeta(a, in, ap.metaEntry(key))
 		ap.evictMetadata()

@@ -441,10 +441,11 @@ func TestZooKeeperAppsRemoteMetadata(t *testing.T) {
 	}
 
 	// 4 mappings, 3 applications, 4 instances; remote metadata is read,
-	// not watched; one fetch per instance; the tri service skipped once.
-	waitStatus(t, r, "11 watches, 3 applications, 4 instances, 4 fetches, 4 cached", func(st registry.Status) bool {
+	// not watched; one fetch per application and revision (facts-remote's
+	// two instances share their node); the tri service skipped once.
+	waitStatus(t, r, "11 watches, 3 applications, 4 instances, 3 fetches, 3 cached", func(st registry.Status) bool {
 		return st.Watches == 11 && st.OrphanWatches == 0 && st.Applications == 3 && st.Instances == 4 &&
-			st.MetadataFetches == 4 && st.MetadataFailures == 0 && st.MetadataCached == 4 && st.Subscriptions == 6
+			st.MetadataFetches == 3 && st.MetadataFailures == 0 && st.MetadataCached == 3 && st.Subscriptions == 6
 	})
 	if n := r.SkippedURLs(); n != 1 {
 		t.Errorf("skipped %d URLs, want 1 (the tri service)", n)
@@ -497,9 +498,10 @@ func TestZooKeeperAppsAutoMerge(t *testing.T) {
 		ds[0].Providers[1].Source != registry.SourceInterface || ds[0].Providers[2].Source != registry.SourceApplication || ds[0].Discovery != registry.SourceBoth {
 		t.Errorf("admin view %+v", ds)
 	}
-	// providers, configurators, mapping, the application, 2 instances.
-	waitStatus(t, r, "6 watches, 1 application, 2 instances, 2 fetches", func(st registry.Status) bool {
-		return st.Watches == 6 && st.Applications == 1 && st.Instances == 2 && st.MetadataFetches == 2
+	// providers, configurators, mapping, the application, 2 instances; one
+	// fetch of the revision's node, for both instances.
+	waitStatus(t, r, "6 watches, 1 application, 2 instances, 1 fetch", func(st registry.Status) bool {
+		return st.Watches == 6 && st.Applications == 1 && st.Instances == 2 && st.MetadataFetches == 1
 	})
 
 	// Overrides of the interface level apply to application-level providers.
@@ -826,8 +828,8 @@ func TestZooKeeperAppsInstancesJoinAndLeave(t *testing.T) {
 	expect("one deleted", 2, 3, 4)
 	p2.Close()
 	expect("a provider session's instances gone with it", 2)
-	if st := r.Status(); st.Applications != 1 || st.MetadataFetches != 4 || st.MetadataFailures != 0 {
-		t.Errorf("status %+v, want 1 application, one fetch per instance", st)
+	if st := r.Status(); st.Applications != 1 || st.MetadataFetches != 1 || st.MetadataFailures != 0 {
+		t.Errorf("status %+v, want 1 application, one fetch (its revision's node, stored in ZooKeeper, serves every instance)", st)
 	}
 
 	// The application no longer mapped: its watches (the application's and

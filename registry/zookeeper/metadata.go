@@ -15,7 +15,10 @@ import (
 // (apps.go): a cache per instance and revision, bounded beyond the entries
 // live instances use, and the fetches that fill it, run off the worker.
 
-// metaKey identifies the metadata of one instance at one revision.
+// metaKey identifies the metadata of one instance at one revision; of
+// every instance of the application at that revision when it is stored
+// in ZooKeeper (storage "remote": one node per application and
+// revision), instance then empty.
 type metaKey struct{ app, instance, revision string }
 
 // metaEntry is the metadata of one instance and revision: known, being
