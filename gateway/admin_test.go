@@ -1,23 +1,17 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/dubbogw/dubbogw/adminui"
-	"github.com/dubbogw/dubbogw/config"
-	"github.com/dubbogw/dubbogw/observe"
 )
 
 // getJSON decodes the JSON answer of an admin endpoint into v; hdr are
@@ -245,33 +239,16 @@ routes:
 // scrapes /metrics), against /livez as the baseline of the admin
 // listener's own overhead.
 func BenchmarkAdminEndpoints(b *testing.B) {
-	path := filepath.Join(b.TempDir(), "gw.yaml")
-	yaml := baseYAML + `
+	g := offlineGateway(b, `
 upstreams: {a: {targets: [{url: "http://127.0.0.1:1"}, {url: "http://127.0.0.1:2"}]}}
 registries: {demo: {providers: {com.example.demo.UserService: ["127.0.0.1:3", "127.0.0.1:4"]}}}
 routes:
   - {name: http, match: {prefix: /http}, upstream: a, max_in_flight: 10,
      filters: [{auth: {store: memory, tokens: {t1: '{"userId":"u1"}'}}}]}
   - {name: dubbo, match: {path: /dubbo}, dubbo: {registry: demo, interface: com.example.demo.UserService, method: greet}}
-`
-	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	g, err := New(Options{
-		Load:     func() (*config.Config, error) { return config.Load(path) },
-		Logger:   slog.New(slog.DiscardHandler),
-		Registry: observe.NewRegistry(),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = g.Shutdown(ctx)
-	}()
+`)
 	h := g.adminHandler(g.startCfg)
-	for _, target := range []string{"/livez", "/admin/summary", "/metrics", "/admin/routes", "/admin/services", "/admin/limits", "/admin/breakers", "/admin/config", "/admin/ui"} {
+	for _, target := range []string{"/livez", "/admin/summary", "/metrics", "/admin/routes", "/admin/services", "/admin/limits", "/admin/breakers", "/admin/config", "/admin/ui/"} {
 		b.Run(strings.TrimPrefix(target, "/"), func(b *testing.B) {
 			req := httptest.NewRequest("GET", target, nil)
 			b.ReportAllocs()
