@@ -137,7 +137,9 @@ type breaker struct {
 	detached    bool // dropped by its cluster: no longer in its count of open breakers
 	consecutive int
 	successes   int // successful probes while half-open
-	buckets     [windowBuckets]bucket
+	// buckets are made at the first call counted: a gateway with
+	// thousands of routes keeps a breaker for each, most never called.
+	buckets *[windowBuckets]bucket
 }
 
 // bucket counts the calls of one slice of the failure-rate window.
@@ -260,7 +262,9 @@ func (b *breaker) transitionLocked(to BreakerState, now int64) {
 	sg := b.stateGen.Load()
 	from := BreakerState(sg & 3)
 	b.consecutive, b.successes = 0, 0
-	b.buckets = [windowBuckets]bucket{}
+	if b.buckets != nil {
+		*b.buckets = [windowBuckets]bucket{}
+	}
 	switch to {
 	case BreakerOpen:
 		b.openUntil.Store(now + int64(b.opts.CoolDown))
@@ -275,6 +279,9 @@ func (b *breaker) transitionLocked(to BreakerState, now int64) {
 
 func (b *breaker) countLocked(now int64, failed bool) {
 	epoch := now / b.bucketNs
+	if b.buckets == nil {
+		b.buckets = new([windowBuckets]bucket)
+	}
 	bk := &b.buckets[epoch%windowBuckets]
 	if bk.epoch != epoch {
 		*bk = bucket{epoch: epoch}
@@ -288,6 +295,9 @@ func (b *breaker) countLocked(now int64, failed bool) {
 // windowLocked sums the buckets of the window ending now.
 func (b *breaker) windowLocked(now int64) (requests, failures int) {
 	epoch := now / b.bucketNs
+	if b.buckets == nil {
+		return 0, 0
+	}
 	for _, bk := range b.buckets {
 		if bk.epoch > epoch-windowBuckets && bk.epoch <= epoch {
 			requests += bk.requests

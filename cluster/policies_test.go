@@ -252,7 +252,7 @@ func TestNewProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Weight != 50 || p.Warmup != time.Minute || !p.Timestamp.Equal(time.UnixMilli(1700000000000)) || len(p.Params) != 1 || p.Params["side"] != "provider" {
+	if p.Weight != 50 || p.Warmup != time.Minute || !p.Timestamp.Equal(time.UnixMilli(1700000000000)) || p.Params.Len() != 1 || p.Params.Get("side") != "provider" {
 		t.Errorf("provider %+v", p)
 	}
 	p, err = NewProvider("10.0.0.1:20880", nil)

@@ -29,7 +29,7 @@ type Provider struct {
 	// provider started, from which warm-up is counted. Zero: no warm-up.
 	Timestamp time.Time
 	// Params are the other URL parameters.
-	Params map[string]string
+	Params Params
 }
 
 // NewProvider builds a Provider from a registry URL's address and
@@ -38,7 +38,7 @@ type Provider struct {
 // Params. A parameter that is not an integer is an error naming it.
 func NewProvider(addr string, params map[string]string) (*Provider, error) {
 	p := &Provider{Addr: addr, Weight: DefaultWeight, Warmup: DefaultWarmup}
-	rest := make(map[string]string, len(params))
+	var rest map[string]string
 	for k, v := range params {
 		switch k {
 		case "weight", "warmup", "timestamp":
@@ -57,10 +57,13 @@ func NewProvider(addr string, params map[string]string) (*Provider, error) {
 				}
 			}
 		default:
+			if rest == nil {
+				rest = make(map[string]string, len(params))
+			}
 			rest[k] = v
 		}
 	}
-	p.Params = rest
+	p.Params = NewParams(rest)
 	return p, nil
 }
 

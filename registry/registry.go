@@ -156,8 +156,8 @@ type ProviderOrigin struct {
 type Directory struct {
 	key       ServiceKey
 	providers atomic.Pointer[[]*cluster.Provider]
-	origin    atomic.Pointer[map[string]ProviderOrigin] // by address, for the admin API
-	updated   atomic.Int64                              // unix nanoseconds of the last set
+	origin    atomic.Pointer[directoryOrigins] // for the admin API
+	updated   atomic.Int64                     // unix nanoseconds of the last set
 	stale     atomic.Bool
 	dropped   atomic.Bool // the registry let it go: no longer updated
 	readyOnce sync.Once
@@ -235,26 +235,44 @@ func (d *Directory) Set(ps []*cluster.Provider) {
 }
 
 // SetWithOrigins is Set for a registry that says where it found each
-// provider: origins maps a provider's address to its origin (the
-// directory owns it too). A registry with a single kind of source calls
-// Set instead.
-func (d *Directory) SetWithOrigins(ps []*cluster.Provider, origins map[string]ProviderOrigin) {
-	d.origin.Store(&origins)
+// provider: origins maps a provider's address to its origin, and a
+// provider not in it came from others (the directory owns origins too).
+// Only the exceptions are listed, so that a registry where most providers
+// come from one place keeps no map for most directories. A registry with
+// a single kind of source calls Set instead.
+func (d *Directory) SetWithOrigins(ps []*cluster.Provider, origins map[string]ProviderOrigin, others ProviderOrigin) {
+	d.origin.Store(&directoryOrigins{byAddr: origins, others: others})
 	d.Set(ps)
+}
+
+// directoryOrigins are what SetWithOrigins published.
+type directoryOrigins struct {
+	byAddr map[string]ProviderOrigin
+	others ProviderOrigin
 }
 
 // Origin says where the registry found the provider at addr (empty when
 // the registry does not say).
-func (d *Directory) Origin(addr string) ProviderOrigin { return d.Origins()[addr] }
-
-// Origins is the map SetWithOrigins last published, nil when the registry
-// does not say; callers must not modify it. A registry compares it with
-// the origins it would set, to publish nothing when nothing changed.
-func (d *Directory) Origins() map[string]ProviderOrigin {
-	if m := d.origin.Load(); m != nil {
-		return *m
+func (d *Directory) Origin(addr string) ProviderOrigin {
+	o := d.origin.Load()
+	if o == nil {
+		return ProviderOrigin{}
 	}
-	return nil
+	if v, ok := o.byAddr[addr]; ok {
+		return v
+	}
+	return o.others
+}
+
+// Origins are what SetWithOrigins last published (nil and empty when the
+// registry does not say); callers must not modify the map. A registry
+// compares them with the origins it would set, to publish nothing when
+// nothing changed.
+func (d *Directory) Origins() (byAddr map[string]ProviderOrigin, others ProviderOrigin) {
+	if o := d.origin.Load(); o != nil {
+		return o.byAddr, o.others
+	}
+	return nil, ProviderOrigin{}
 }
 
 // MarkStale says the registry cannot be reached: the last known providers

@@ -21,7 +21,7 @@ func TestParseProviderURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Addr != "10.0.0.1:20880" || p.Weight != 200 || p.Warmup != time.Minute || !p.Timestamp.Equal(time.UnixMilli(1700000000000)) || p.Params["methods"] != "getUser" {
+	if p.Addr != "10.0.0.1:20880" || p.Weight != 200 || p.Warmup != time.Minute || !p.Timestamp.Equal(time.UnixMilli(1700000000000)) || p.Params.Get("methods") != "getUser" {
 		t.Errorf("provider %+v", p)
 	}
 	plain, err := ParseProviderURL("127.0.0.1:20880")

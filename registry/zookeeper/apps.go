@@ -350,9 +350,9 @@ func (ap *apps) instanceNodes(a *appState, in *instanceState, info *registry.Met
 			"revision", in.inst.Revision, "reason", reason)
 	}
 	nodes := make([]*providerNode, 0, len(urls))
+	origin := &nodeOrigin{app: a.name, instance: in.child, revision: in.inst.Revision}
 	for _, u := range urls {
-		name := "app:" + a.name + "/" + in.child + "/" + registry.ServiceKey{Interface: u.Interface, Group: u.Params.Get("group"), Version: u.Params.Get("version")}.String()
-		n, reason := newProviderNode(name, u)
+		n, reason := newProviderNode(u)
 		if n == nil {
 			if reason != "" {
 				ap.z.skipped.Add(1)
@@ -361,7 +361,7 @@ func (ap *apps) instanceNodes(a *appState, in *instanceState, info *registry.Met
 			}
 			continue
 		}
-		n.app, n.revision = a.name, in.inst.Revision
+		n.origin = origin
 		nodes = append(nodes, n)
 	}
 	return nodes

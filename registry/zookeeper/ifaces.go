@@ -13,7 +13,7 @@ import (
 // ifaceState is what the worker knows of one interface with live directories.
 type ifaceState struct {
 	name string
-	dirs map[registry.ServiceKey]*registry.Directory
+	dirs dirSet
 	// paths are the nodes read for the interface: providers and
 	// configurators (interface-level discovery), mapping (application
 	// level), as the registry's discovery mode says.
@@ -27,11 +27,44 @@ type ifaceState struct {
 	// apps are the applications the mapping node names, sorted.
 	apps []string
 
-	providerNodes map[string]*providerNode // by child name; nil for a skipped child
-	nodes         []*providerNode          // the usable ones, by address
-	overrideNodes map[string]*override     // by child name; nil for one that does not apply
-	overrides     []*override              // the applicable ones, in application order
+	providerNodes map[nodeKey]*providerNode // by child name's key; nil for a skipped child
+	nodes         []*providerNode           // the usable ones, by address
+	overrideNodes map[string]*override      // by child name; nil for one that does not apply
+	overrides     []*override               // the applicable ones, in application order
 	reweighted    map[overridden]*cluster.Provider
+}
+
+// dirSet is the live directories of one interface, one per service key:
+// a slice, not a map, because an interface has one or a few, and 5,000
+// interfaces would pay for a small map each (~0.5 KB). A dirSet is
+// replaced, never changed, once handed to the worker.
+type dirSet []*registry.Directory
+
+// get returns key's directory, or nil.
+func (ds dirSet) get(key registry.ServiceKey) *registry.Directory {
+	for _, d := range ds {
+		if d.Key() == key {
+			return d
+		}
+	}
+	return nil
+}
+
+// with returns ds with d as its key's directory.
+func (ds dirSet) with(d *registry.Directory) dirSet {
+	key := d.Key()
+	out := make(dirSet, 0, len(ds)+1)
+	for _, o := range ds {
+		if o.Key() != key {
+			out = append(out, o)
+		}
+	}
+	return append(out, d)
+}
+
+// without returns ds without d.
+func (ds dirSet) without(d *registry.Directory) dirSet {
+	return slices.DeleteFunc(slices.Clone(ds), func(o *registry.Directory) bool { return o == d })
 }
 
 func (s *ifaceState) markStale() {
@@ -58,6 +91,7 @@ type ifaces struct {
 	// the applications changed (rescan), which any may wait for.
 	touched map[*ifaceState]struct{}
 	rescan  bool
+	keys    nodeKeys // of provider children's names
 }
 
 func newIfaces(z *Registry, s *session, ws *watches, a *apps, cs *consumers) *ifaces {
@@ -70,6 +104,7 @@ func newIfaces(z *Registry, s *session, ws *watches, a *apps, cs *consumers) *if
 		byName:    make(map[string]*ifaceState),
 		dirty:     make(map[*ifaceState]struct{}),
 		touched:   make(map[*ifaceState]struct{}),
+		keys:      newNodeKeys(),
 	}
 }
 
@@ -85,7 +120,7 @@ func (i *ifaces) mark(s *ifaceState) {
 func (i *ifaces) appsChanged() { i.rescan = true }
 
 // reconcile makes interface name's state hold exactly the directories in want.
-func (i *ifaces) reconcile(name string, want map[registry.ServiceKey]*registry.Directory) {
+func (i *ifaces) reconcile(name string, want dirSet) {
 	s := i.byName[name]
 	if s == nil && len(want) > 0 {
 		if !validNodeName(name) {
@@ -100,19 +135,19 @@ func (i *ifaces) reconcile(name string, want map[registry.ServiceKey]*registry.D
 	if s == nil {
 		return
 	}
-	for key, d := range s.dirs {
-		if want[key] != d {
-			delete(s.dirs, key)
-			i.consumers.unregister(key)
+	for _, d := range s.dirs {
+		if want.get(d.Key()) != d {
+			i.consumers.unregister(d.Key())
 		}
 	}
 	added := false
-	for key, d := range want {
-		if s.dirs[key] == d {
+	prev := s.dirs
+	s.dirs = want
+	for _, d := range want {
+		if prev.get(d.Key()) == d {
 			continue
 		}
-		s.dirs[key] = d
-		i.consumers.register(key)
+		i.consumers.register(d.Key())
 		added = true
 		if s.failed || !i.session.connected && i.z.unreachable.Load() {
 			d.MarkStale()
@@ -133,12 +168,7 @@ func (i *ifaces) reconcile(name string, want map[registry.ServiceKey]*registry.D
 
 // add starts watching interface name's nodes.
 func (i *ifaces) add(name string) *ifaceState {
-	s := &ifaceState{
-		name:          name,
-		dirs:          make(map[registry.ServiceKey]*registry.Directory),
-		providerNodes: make(map[string]*providerNode),
-		overrideNodes: make(map[string]*override),
-	}
+	s := &ifaceState{name: name} // relist makes the maps of nodes
 	if i.z.interfaceLevel() {
 		s.paths = append(s.paths,
 			i.watches.watch(i.z.root+"/"+name+"/providers", nodeProviders, name, ""),
@@ -197,36 +227,37 @@ func (i *ifaces) readFailed(pw *pathWatch) {
 // setProviders takes a new listing of s's providers node. Children seen
 // before keep their parsed node (and so their *cluster.Provider).
 func (i *ifaces) setProviders(s *ifaceState, children []string) {
-	s.providerNodes, s.nodes = relist(s.providerNodes, children, parseProviderNode,
+	s.providerNodes, s.nodes = relist(s.providerNodes, children, i.keys.of, parseProviderNode,
 		func(name, reason string) { i.skip(s.name, "provider", name, reason) })
 	sortProviderNodes(s.nodes)
 }
 
 // setOverrides takes a new listing of s's configurators node.
 func (i *ifaces) setOverrides(s *ifaceState, children []string) {
-	s.overrideNodes, s.overrides = relist(s.overrideNodes, children,
+	s.overrideNodes, s.overrides = relist(s.overrideNodes, children, func(name string) string { return name },
 		func(name string) (*override, string) { return parseOverrideNode(s.name, name) },
 		func(name, reason string) { i.skip(s.name, "override", name, reason) })
 	sortOverrides(s.overrides)
 }
 
 // relist takes a new listing of a node's children: a child seen before
-// (in prev, by name) keeps what it was parsed into, a new one is parsed,
+// (in prev, by its name's key) keeps what it was parsed into, a new one is parsed,
 // and one that does not parse is skipped (said once: it stays in the
 // returned map as nil). It returns the map of the listing and the parsed
 // children, in listing order.
-func relist[T any](prev map[string]*T, children []string, parse func(name string) (*T, string), skip func(name, reason string)) (map[string]*T, []*T) {
-	byName := make(map[string]*T, len(children))
+func relist[K comparable, T any](prev map[K]*T, children []string, key func(name string) K, parse func(name string) (*T, string), skip func(name, reason string)) (map[K]*T, []*T) {
+	byName := make(map[K]*T, len(children))
 	list := make([]*T, 0, len(children))
 	for _, name := range children {
-		v, seen := prev[name]
+		k := key(name)
+		v, seen := prev[k]
 		if !seen {
 			var reason string
 			if v, reason = parse(name); reason != "" {
 				skip(name, reason)
 			}
 		}
-		byName[name] = v
+		byName[k] = v
 		if v != nil {
 			list = append(list, v)
 		}
@@ -331,17 +362,19 @@ func (i *ifaces) publish(s *ifaceState) {
 		nodes = i.mergedNodes(s)
 	}
 	next := make(map[overridden]*cluster.Provider, len(s.reweighted))
-	for key, d := range s.dirs {
+	for _, d := range s.dirs {
+		key := d.Key()
 		snap := buildSnapshot(key, nodes, s.overrides, s.reweighted, next)
 		var origins map[string]registry.ProviderOrigin
+		var others registry.ProviderOrigin
 		if i.z.applicationLevel() {
-			origins = providerOrigins(key, nodes)
+			origins, others = providerOrigins(key, nodes), registry.ProviderOrigin{Source: registry.SourceInterface}
 		}
-		if d.State() == registry.DirOK && slices.Equal(d.Providers(), snap) && maps.Equal(d.Origins(), origins) {
+		if was, wasOthers := d.Origins(); d.State() == registry.DirOK && slices.Equal(d.Providers(), snap) && maps.Equal(was, origins) && wasOthers == others {
 			continue
 		}
 		prev := d.Providers()
-		d.SetWithOrigins(snap, origins)
+		d.SetWithOrigins(snap, origins, others)
 		if i.z.hooks.published != nil {
 			i.z.hooks.published(key, snap)
 		}
@@ -361,23 +394,25 @@ func (i *ifaces) mergedNodes(s *ifaceState) []*providerNode {
 }
 
 // providerOrigins says, for each address among nodes (sorted) that serves
-// key, where it was found.
+// key and was found elsewhere than in interface-level nodes only, where it
+// was found; nil when there is none.
 func providerOrigins(key registry.ServiceKey, nodes []*providerNode) map[string]registry.ProviderOrigin {
-	m := make(map[string]registry.ProviderOrigin)
+	var m map[string]registry.ProviderOrigin
 	for _, n := range nodes {
 		if !n.url.Matches(key) {
 			continue
 		}
 		o, seen := m[n.url.Addr]
 		switch {
-		case !seen && n.app != "":
-			o = registry.ProviderOrigin{Source: registry.SourceApplication, App: n.app, Revision: n.revision}
-		case !seen:
-			o = registry.ProviderOrigin{Source: registry.SourceInterface}
-		case o.Source == registry.SourceApplication && n.app == "":
+		case !seen && n.origin != nil:
+			if m == nil {
+				m = make(map[string]registry.ProviderOrigin)
+			}
+			m[n.url.Addr] = registry.ProviderOrigin{Source: registry.SourceApplication, App: n.origin.app, Revision: n.origin.revision}
+		case seen && o.Source == registry.SourceApplication && n.origin == nil:
 			o.Source = registry.SourceBoth
+			m[n.url.Addr] = o
 		}
-		m[n.url.Addr] = o
 	}
 	return m
 }

@@ -265,9 +265,9 @@ func BenchmarkProviderListUpdate(b *testing.B) {
 	}
 	listings[1][n/2] = providerChild("10.9.9.9:20880", "version=1.0.0")
 	key := registry.ServiceKey{Interface: testIface, Version: "1.0.0"}
-	interfaces := &ifaces{z: &Registry{log: slog.New(slog.DiscardHandler)}}
+	interfaces := &ifaces{z: &Registry{log: slog.New(slog.DiscardHandler)}, keys: newNodeKeys()}
 	newState := func() *ifaceState {
-		return &ifaceState{name: testIface, providerNodes: map[string]*providerNode{}, overrideNodes: map[string]*override{}}
+		return &ifaceState{name: testIface, providerNodes: map[nodeKey]*providerNode{}, overrideNodes: map[string]*override{}}
 	}
 	run := func(b *testing.B, fresh bool) {
 		s := newState()

@@ -1,12 +1,15 @@
 package zookeeper
 
 import (
+	"cmp"
 	"fmt"
+	"hash/maphash"
 	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"unique"
 
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/registry"
@@ -22,19 +25,39 @@ func validNodeName(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00")
 }
 
-// providerNode is one usable child of a providers node, parsed once when
-// it first appears and kept while it stays.
+// providerNode is one usable provider: a child of a providers node,
+// parsed once when it first appears and kept while it stays, or a service
+// an application instance's metadata lists. A large registry keeps one
+// for each of tens of thousands of providers, so it keeps only copies of
+// what it needs (not the decoded URL that its strings would otherwise be
+// slices of) and not its child's name (~500 bytes; listings are compared
+// by nodeKey).
 type providerNode struct {
-	name string // the child's name, URL-encoded as listed
 	// url is the decoded URL, with only the parameters selection reads
-	// again (matchParams): the rest are in provider. At 50,000 providers
-	// a second copy of every parameter map is tens of megabytes.
-	url        *registry.ProviderURL
-	provider   *cluster.Provider // as the URL says, before overrides
-	host, port string
-	// app and revision name the application instance metadata the node
-	// was made from; empty for an interface-level node.
-	app, revision string
+	// again (matchParams): the rest are in provider.
+	url      registry.ProviderURL
+	provider *cluster.Provider // as the URL says, before overrides
+	origin   *nodeOrigin       // nil for an interface-level node
+}
+
+// nodeOrigin names the application instance metadata an application-level
+// node was made from (shared by the nodes of one instance).
+type nodeOrigin struct{ app, instance, revision string }
+
+// nodeKey identifies a child of a providers node among its siblings: a
+// 128-bit hash of its name. Two names hashing alike would make one
+// provider stand for the other; with seeds chosen at random per registry
+// (nodeKeys) that is as likely as guessing them, ~2^-100 at 50,000
+// providers, and a registry writer cannot choose such names.
+type nodeKey struct{ a, b uint64 }
+
+// nodeKeys makes the nodeKeys of one registry.
+type nodeKeys struct{ a, b maphash.Seed }
+
+func newNodeKeys() nodeKeys { return nodeKeys{a: maphash.MakeSeed(), b: maphash.MakeSeed()} }
+
+func (k nodeKeys) of(name string) nodeKey {
+	return nodeKey{a: maphash.String(k.a, name), b: maphash.String(k.b, name)}
 }
 
 // parseProviderNode parses a child of a providers node. It returns nil and
@@ -52,12 +75,12 @@ func parseProviderNode(name string) (*providerNode, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	return newProviderNode(name, u)
+	return newProviderNode(u)
 }
 
 // newProviderNode checks that this gateway can call the provider u names
-// and parses it; name identifies it among the nodes of an interface.
-func newProviderNode(name string, u *registry.ProviderURL) (*providerNode, string) {
+// and parses it.
+func newProviderNode(u *registry.ProviderURL) (*providerNode, string) {
 	if u.Protocol != "dubbo" {
 		return nil, fmt.Sprintf("protocol %q: only dubbo is spoken", u.Protocol)
 	}
@@ -71,23 +94,27 @@ func newProviderNode(name string, u *registry.ProviderURL) (*providerNode, strin
 	if err != nil {
 		return nil, err.Error()
 	}
-	host, port, _ := net.SplitHostPort(u.Addr) // ParseProviderURL checked it
-	return &providerNode{name: name, url: slimURL(u), provider: p, host: host, port: port}, ""
+	p.Addr = strings.Clone(p.Addr)
+	return &providerNode{url: slimURL(u, p.Addr), provider: p}, ""
 }
 
 // matchParams are the URL parameters a provider node is matched on after
 // it is parsed: ProviderURL.Matches and override.appliesTo.
-var matchParams = [...]string{"group", "version", "enabled", "disabled"}
+func matchParams() [4]string { return [...]string{"group", "version", "enabled", "disabled"} }
 
-// slimURL is u with only the matchParams.
-func slimURL(u *registry.ProviderURL) *registry.ProviderURL {
-	slim := &registry.ProviderURL{Protocol: u.Protocol, Addr: u.Addr, Interface: u.Interface}
-	for _, k := range matchParams {
+// slimURL is u with only the matchParams, its strings copied out of u's (addr is a copy of u.Addr).
+func slimURL(u *registry.ProviderURL, addr string) registry.ProviderURL {
+	slim := registry.ProviderURL{Protocol: unique.Make(u.Protocol).Value(), Addr: addr, Interface: unique.Make(u.Interface).Value()}
+	for _, k := range matchParams() {
 		if v, ok := u.Params[k]; ok {
 			if slim.Params == nil {
-				slim.Params = make(url.Values, len(matchParams))
+				slim.Params = make(url.Values, len(matchParams()))
 			}
-			slim.Params[k] = v
+			vs := make([]string, len(v))
+			for i := range v {
+				vs[i] = unique.Make(v[i]).Value()
+			}
+			slim.Params[k] = vs
 		}
 	}
 	return slim
@@ -170,8 +197,9 @@ func parseOverrideNode(iface, name string) (*override, string) {
 
 // appliesTo reports whether o targets the provider n.
 func (o *override) appliesTo(n *providerNode) bool {
-	return (o.anyHost || o.host == n.host) &&
-		(o.port == "" || o.port == n.port) &&
+	host, port, _ := net.SplitHostPort(n.url.Addr) // ParseProviderURL checked it
+	return (o.anyHost || o.host == host) &&
+		(o.port == "" || o.port == port) &&
 		matchCondition(o.version, n.url.Params.Get("version")) &&
 		matchCondition(o.group, n.url.Params.Get("group"))
 }
@@ -194,22 +222,43 @@ func sortOverrides(list []*override) {
 }
 
 // sortProviderNodes orders nodes by address, then application-level nodes
-// before interface-level ones, then by name, so that a snapshot is sorted
-// by address and the same node wins a duplicate address each time: the
-// application-level one, as in Dubbo's application-first migration.
+// before interface-level ones (as in Dubbo's application-first
+// migration), then by application and instance, then the newest first
+// (a provider restarted at the same address, before the old node
+// expires), then by parameters: so that a snapshot is sorted by address
+// and the same node wins a duplicate address each time, in every
+// gateway instance.
 func sortProviderNodes(ns []*providerNode) {
 	slices.SortFunc(ns, func(a, b *providerNode) int {
 		if c := strings.Compare(a.url.Addr, b.url.Addr); c != 0 {
 			return c
 		}
-		if (a.app == "") != (b.app == "") {
-			if a.app != "" {
+		if (a.origin == nil) != (b.origin == nil) {
+			if a.origin != nil {
 				return -1
 			}
 			return 1
 		}
-		return strings.Compare(a.name, b.name)
+		if a.origin != nil {
+			if c := cmp.Or(strings.Compare(a.origin.app, b.origin.app), strings.Compare(a.origin.instance, b.origin.instance)); c != 0 {
+				return c
+			}
+		}
+		if c := b.provider.Timestamp.Compare(a.provider.Timestamp); c != 0 {
+			return c
+		}
+		return cmp.Or(a.provider.Params.Compare(b.provider.Params), compareMatchParams(a.url.Params, b.url.Params))
 	})
+}
+
+// compareMatchParams orders the parameters of two slim URLs.
+func compareMatchParams(a, b url.Values) int {
+	for _, k := range matchParams() {
+		if c := slices.Compare(a[k], b[k]); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 // overridden identifies a provider as published after overrides changed

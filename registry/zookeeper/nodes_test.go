@@ -3,6 +3,7 @@ package zookeeper
 import (
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func TestParseProviderNode(t *testing.T) {
 				t.Fatalf("usable = %v (reason %q), want %v", n != nil, reason, c.usable)
 			}
 			if c.usable {
-				if reason != "" || n.name != c.child || n.host != "10.0.0.1" || n.port != "20880" || n.provider.Addr != "10.0.0.1:20880" {
+				if reason != "" || n.url.Addr != "10.0.0.1:20880" || n.provider.Addr != "10.0.0.1:20880" {
 					t.Fatalf("parsed %+v, reason %q", n, reason)
 				}
 				return
@@ -150,10 +151,26 @@ func TestBuildSnapshotFiltersSortsAndDeduplicates(t *testing.T) {
 			t.Errorf("%s: %q, want %q", c.key, weights(got), c.want)
 		}
 	}
-	// The duplicate address is always won by the same URL (the first by name).
-	got := snapshotOf(t, registry.ServiceKey{Interface: testIface, Version: "1.0.0"}, children, nil)
-	if got[0].Params["application"] != "a" {
-		t.Errorf("duplicate address won by application=%s, want a", got[0].Params["application"])
+	// The duplicate address is always won by the same URL: the newest
+	// (timestamp), else the first by parameters, whatever the listing order.
+	key := registry.ServiceKey{Interface: testIface, Version: "1.0.0"}
+	for range 2 {
+		got := snapshotOf(t, key, children, nil)
+		if got[0].Params.Get("application") != "a" {
+			t.Errorf("duplicate address won by application=%s, want a", got[0].Params.Get("application"))
+		}
+		slices.Reverse(children)
+	}
+	restarted := []string{
+		providerChild("10.0.0.1:20880", "version=1.0.0&application=a&timestamp=1700000000000"),
+		providerChild("10.0.0.1:20880", "version=1.0.0&application=b&timestamp=1700000005000"),
+	}
+	for range 2 {
+		got := snapshotOf(t, key, restarted, nil)
+		if len(got) != 1 || got[0].Params.Get("application") != "b" {
+			t.Errorf("restarted provider: got %v, want only the newest (application=b)", got)
+		}
+		slices.Reverse(restarted)
 	}
 }
 
@@ -252,7 +269,7 @@ func TestProviderNodeKeepsOnlyMatchParams(t *testing.T) {
 	if !n.url.Matches(registry.ServiceKey{Interface: "com.example.A", Group: "g", Version: "1.0"}) {
 		t.Fatal("the slim URL no longer matches its key")
 	}
-	if n.provider.Params["methods"] != "a,b" || n.provider.Weight != 5 {
+	if n.provider.Params.Get("methods") != "a,b" || n.provider.Weight != 5 {
 		t.Fatalf("provider %+v lost parameters", n.provider)
 	}
 }

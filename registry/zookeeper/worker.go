@@ -2,7 +2,6 @@ package zookeeper
 
 import (
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/dubbogw/dubbogw/registry"
@@ -274,9 +273,9 @@ func (w *worker) syncSubscriptions() {
 		w.z.mu.Unlock()
 		return
 	}
-	changed := make(map[string]map[registry.ServiceKey]*registry.Directory, len(w.z.changed))
+	changed := make(map[string]dirSet, len(w.z.changed))
 	for name := range w.z.changed {
-		changed[name] = maps.Clone(w.z.want[name])
+		changed[name] = w.z.want[name]
 	}
 	clear(w.z.changed)
 	w.z.mu.Unlock()

@@ -151,8 +151,8 @@ type Registry struct {
 
 	// mu guards what the directory callbacks hand to the worker.
 	mu      sync.Mutex
-	want    map[string]map[registry.ServiceKey]*registry.Directory // interface → live directories
-	changed map[string]struct{}                                    // interfaces whose directories changed since the worker looked
+	want    map[string]dirSet   // interface → live directories
+	changed map[string]struct{} // interfaces whose directories changed since the worker looked
 
 	statusMu sync.Mutex
 	status   registry.Status
@@ -257,7 +257,7 @@ func newWithHooks(opts Options, hooks zkHooks) (*Registry, error) {
 		nudge:        make(chan struct{}, 1),
 		quit:         make(chan struct{}),
 		workerDone:   make(chan struct{}),
-		want:         make(map[string]map[registry.ServiceKey]*registry.Directory),
+		want:         make(map[string]dirSet),
 		changed:      make(map[string]struct{}),
 		status:       registry.Status{Type: "zookeeper", State: registry.StateConnecting},
 	}
@@ -393,12 +393,7 @@ func (z *Registry) Close() error {
 func (z *Registry) onFirst(d *registry.Directory) {
 	key := d.Key()
 	z.mu.Lock()
-	m := z.want[key.Interface]
-	if m == nil {
-		m = make(map[registry.ServiceKey]*registry.Directory)
-		z.want[key.Interface] = m
-	}
-	m[key] = d
+	z.want[key.Interface] = z.want[key.Interface].with(d)
 	z.changed[key.Interface] = struct{}{}
 	z.mu.Unlock()
 	if z.unreachable.Load() {
@@ -412,10 +407,11 @@ func (z *Registry) onFirst(d *registry.Directory) {
 func (z *Registry) onLast(d *registry.Directory) {
 	key := d.Key()
 	z.mu.Lock()
-	if m := z.want[key.Interface]; m[key] == d {
-		delete(m, key)
-		if len(m) == 0 {
+	if ds := z.want[key.Interface]; ds.get(key) == d {
+		if ds = ds.without(d); len(ds) == 0 {
 			delete(z.want, key.Interface)
+		} else {
+			z.want[key.Interface] = ds
 		}
 	}
 	z.changed[key.Interface] = struct{}{}
