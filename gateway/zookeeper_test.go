@@ -963,7 +963,8 @@ type registryStatus = registry.Status
 // and names the services still unread until the registry has answered for
 // every route's service; then 200, and it stays 200. With readiness:
 // lenient it is 200 at once, the unread services listed (issue 19:
-// "readiness lies" on a large registry).
+// "readiness lies" on a large registry). Only then is the memory of
+// startup's reads returned to the system.
 func TestReadinessWaitsForTheRegistry(t *testing.T) {
 	for _, mode := range []string{"strict", "lenient"} {
 		t.Run(mode, func(t *testing.T) {
@@ -977,7 +978,12 @@ routes:
     match: {methods: [GET], path: "/api/slow/{id}"}
     dubbo: {registry: zk, interface: com.example.readiness.SlowService, method: get, params: [{type: java.lang.String, from: path, name: id}]}
 `, zk.Addr()))
+			const returned = "startup reads done"
+			returnedEarly := strings.Contains(tg.logs.String(), returned) // read before /readyz: it came after the answer
 			r := do(t, "GET", tg.admin+"/readyz", nil)
+			if returnedEarly && strings.Contains(r.body, "SlowService") {
+				t.Fatalf("startup memory returned before the registry answered: /readyz said %d %s after it", r.status, r.body)
+			}
 			wantStatus := 503
 			if mode == "lenient" {
 				wantStatus = 200
@@ -997,6 +1003,8 @@ routes:
 				r = do(t, "GET", tg.admin+"/readyz", nil)
 				return r.status == 200 && !strings.Contains(r.body, "pending")
 			})
+			// Startup's reads are over: what they left behind is returned.
+			testenv.WaitFor(t, 10*time.Second, "the startup memory returned", func() bool { return strings.Contains(tg.logs.String(), returned) })
 			if mode == "lenient" {
 				return
 			}
