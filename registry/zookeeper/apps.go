@@ -1,7 +1,6 @@
 package zookeeper
 
 import (
-	"bytes"
 	"slices"
 	"strings"
 	"time"
@@ -40,10 +39,10 @@ type appState struct {
 // instanceState is one instance of an application.
 type instanceState struct {
 	child string
-	watch *pathWatch // <services>/<app>/<child>, data
-	seen  bool       // raw holds the node's data last read
-	raw   []byte
-	inst  *registry.Instance // parsed from raw; nil when unusable or gone
+	watch *pathWatch         // <services>/<app>/<child>, data
+	seen  bool               // sum is the key of the node's data last read
+	sum   nodeKey            // (not the data: 5,000 instances would keep ~1 KB each)
+	inst  *registry.Instance // parsed from that data; nil when unusable or gone
 	meta  *metaEntry         // the metadata of inst's revision
 	// nodes are the providers the instance offers, from the last metadata
 	// known: those of the previous revision until the new one's is known.
@@ -87,6 +86,7 @@ type apps struct {
 	usable    int                     // instances parsed (counts)
 	scanning  bool                    // in a publication scan: settled answers from scan
 	scan      map[*appState]bool      // appSettled within the scan
+	sums      nodeKeys                // of instance nodes' data
 	// metaFetches counts the fetches done, metaFailures those that failed.
 	metaFetches, metaFailures uint64
 }
@@ -104,6 +104,7 @@ func newApps(z *Registry, s *session, ws *watches, republish func(iface string),
 		toFetch:   make(map[*metaEntry]struct{}),
 		missing:   make(map[*appState]struct{}),
 		scan:      make(map[*appState]bool),
+		sums:      newNodeKeys(),
 	}
 }
 
@@ -147,6 +148,15 @@ func (ap *apps) join(iface, name string) {
 		ap.byName[name] = a
 	}
 	a.users[iface] = struct{}{}
+}
+
+// usersOf are the interfaces whose mapping names application name (nil
+// for an application not in use).
+func (ap *apps) usersOf(name string) map[string]struct{} {
+	if a := ap.byName[name]; a != nil {
+		return a.users
+	}
+	return nil
 }
 
 // leave says iface no longer uses application name; an application nobody
@@ -285,10 +295,11 @@ func (ap *apps) setInstance(a *appState, in *instanceState, data []byte, exists 
 		// re-registration never leaves a service without providers.
 		return
 	}
-	if in.seen && bytes.Equal(data, in.raw) {
+	sum := ap.sums.ofData(data)
+	if in.seen && sum == in.sum {
 		return // unchanged (re-read after a reconnection or a recycle): nothing to count or log again
 	}
-	in.seen, in.raw = true, data
+	in.seen, in.sum = true, sum
 	inst, err := registry.ParseInstance(data)
 	if err != nil {
 		ap.z.skipped.Add(1)

@@ -114,7 +114,7 @@ func (i *ifaces) mark(s *ifaceState) {
 	i.touched[s] = struct{}{}
 }
 
-// appsChanged says that what the applications know changed (a read, a
+// appsChanged says that what the applications know changed as a whole (a
 // failure, metadata, the session): the next scan looks at every interface
 // waiting.
 func (i *ifaces) appsChanged() { i.rescan = true }
@@ -221,6 +221,18 @@ func (i *ifaces) readFailed(pw *pathWatch) {
 	if s := i.byName[pw.owner]; s != nil && pw.kind <= nodeMapping {
 		s.failed = true
 		s.markStale()
+		i.touched[s] = struct{}{}
+	}
+}
+
+// touchUsers has the next publication scan look again at the interfaces
+// users (an application's), waiting to be published: what they wait for
+// changed. Unlike appsChanged, the scan then costs what changed.
+func (i *ifaces) touchUsers(users map[string]struct{}) {
+	for name := range users {
+		if s := i.byName[name]; s != nil {
+			i.touched[s] = struct{}{}
+		}
 	}
 }
 
@@ -368,7 +380,7 @@ func (i *ifaces) publish(s *ifaceState) {
 		var origins map[string]registry.ProviderOrigin
 		var others registry.ProviderOrigin
 		if i.z.applicationLevel() {
-			origins, others = providerOrigins(key, nodes), registry.ProviderOrigin{Source: registry.SourceInterface}
+			origins, others = providerOrigins(key, nodes)
 		}
 		if was, wasOthers := d.Origins(); d.State() == registry.DirOK && slices.Equal(d.Providers(), snap) && maps.Equal(was, origins) && wasOthers == others {
 			continue
@@ -393,28 +405,59 @@ func (i *ifaces) mergedNodes(s *ifaceState) []*providerNode {
 	return nodes
 }
 
-// providerOrigins says, for each address among nodes (sorted) that serves
-// key and was found elsewhere than in interface-level nodes only, where it
-// was found; nil when there is none.
-func providerOrigins(key registry.ServiceKey, nodes []*providerNode) map[string]registry.ProviderOrigin {
-	var m map[string]registry.ProviderOrigin
+// providerOrigins says where each address among nodes (sorted) that
+// serves key was found: others for most of them (the most common origin),
+// and a map of the exceptions, nil when there is none, so that a service
+// whose providers were found alike keeps no map.
+func providerOrigins(key registry.ServiceKey, nodes []*providerNode) (exceptions map[string]registry.ProviderOrigin, others registry.ProviderOrigin) {
+	votes := 0 // Boyer-Moore majority vote: others is the majority if there is one
+	eachOrigin(key, nodes, func(_ string, o registry.ProviderOrigin) {
+		switch {
+		case votes == 0:
+			others, votes = o, 1
+		case o == others:
+			votes++
+		default:
+			votes--
+		}
+	})
+	eachOrigin(key, nodes, func(addr string, o registry.ProviderOrigin) {
+		if o != others {
+			if exceptions == nil {
+				exceptions = make(map[string]registry.ProviderOrigin)
+			}
+			exceptions[addr] = o
+		}
+	})
+	return exceptions, others
+}
+
+// eachOrigin calls f with each address among nodes (sorted by address,
+// application-level nodes first) that serves key, and where it was found.
+func eachOrigin(key registry.ServiceKey, nodes []*providerNode, f func(addr string, o registry.ProviderOrigin)) {
+	var addr string
+	var o registry.ProviderOrigin
 	for _, n := range nodes {
 		if !n.url.Matches(key) {
 			continue
 		}
-		o, seen := m[n.url.Addr]
-		switch {
-		case !seen && n.origin != nil:
-			if m == nil {
-				m = make(map[string]registry.ProviderOrigin)
+		if o.Source != "" && n.url.Addr == addr {
+			if o.Source == registry.SourceApplication && n.origin == nil {
+				o.Source = registry.SourceBoth
 			}
-			m[n.url.Addr] = registry.ProviderOrigin{Source: registry.SourceApplication, App: n.origin.app, Revision: n.origin.revision}
-		case seen && o.Source == registry.SourceApplication && n.origin == nil:
-			o.Source = registry.SourceBoth
-			m[n.url.Addr] = o
+			continue
+		}
+		if o.Source != "" {
+			f(addr, o)
+		}
+		addr, o = n.url.Addr, registry.ProviderOrigin{Source: registry.SourceInterface}
+		if n.origin != nil {
+			o = registry.ProviderOrigin{Source: registry.SourceApplication, App: n.origin.app, Revision: n.origin.revision}
 		}
 	}
-	return m
+	if o.Source != "" {
+		f(addr, o)
+	}
 }
 
 // redialNew hands Options.Redial the address of every provider

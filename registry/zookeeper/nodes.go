@@ -60,6 +60,11 @@ func (k nodeKeys) of(name string) nodeKey {
 	return nodeKey{a: maphash.String(k.a, name), b: maphash.String(k.b, name)}
 }
 
+// ofData is the key of a node's data.
+func (k nodeKeys) ofData(data []byte) nodeKey {
+	return nodeKey{a: maphash.Bytes(k.a, data), b: maphash.Bytes(k.b, data)}
+}
+
 // parseProviderNode parses a child of a providers node. It returns nil and
 // an empty reason for a child that names no provider (Dubbo's empty://
 // marker), and nil with the reason for one this gateway cannot call.

@@ -273,3 +273,54 @@ func TestProviderNodeKeepsOnlyMatchParams(t *testing.T) {
 		t.Fatalf("provider %+v lost parameters", n.provider)
 	}
 }
+
+// TestProviderOrigins: a directory's origins are the most common origin
+// of its providers and a map of the exceptions only (none when all were
+// found alike), and together they say for each provider what a map of
+// all would: application, interface or both (the same address in both).
+func TestProviderOrigins(t *testing.T) {
+	key := registry.ServiceKey{Interface: testIface}
+	node := func(addr string, origin *nodeOrigin) *providerNode {
+		n, reason := parseProviderNode(providerChild(addr, "application=x"))
+		if n == nil {
+			t.Fatal(reason)
+		}
+		n.origin = origin
+		return n
+	}
+	r1 := &nodeOrigin{app: "a", instance: "i1", revision: "r1"}
+	r2 := &nodeOrigin{app: "a", instance: "i2", revision: "r2"}
+	app := func(o *nodeOrigin) registry.ProviderOrigin {
+		return registry.ProviderOrigin{Source: registry.SourceApplication, App: o.app, Revision: o.revision}
+	}
+	iface := registry.ProviderOrigin{Source: registry.SourceInterface}
+	cases := []struct {
+		name  string
+		nodes []*providerNode
+		want  map[string]registry.ProviderOrigin
+		maps  int // entries in the exceptions map
+	}{
+		{"interface only", []*providerNode{node("10.0.0.1:1", nil), node("10.0.0.2:1", nil)},
+			map[string]registry.ProviderOrigin{"10.0.0.1:1": iface, "10.0.0.2:1": iface}, 0},
+		{"one revision", []*providerNode{node("10.0.0.1:1", r1), node("10.0.0.2:1", r1), node("10.0.0.3:1", r1)},
+			map[string]registry.ProviderOrigin{"10.0.0.1:1": app(r1), "10.0.0.2:1": app(r1), "10.0.0.3:1": app(r1)}, 0},
+		{"a rolling upgrade", []*providerNode{node("10.0.0.1:1", r1), node("10.0.0.2:1", r2), node("10.0.0.3:1", r1), node("10.0.0.4:1", nil)},
+			map[string]registry.ProviderOrigin{"10.0.0.1:1": app(r1), "10.0.0.2:1": app(r2), "10.0.0.3:1": app(r1), "10.0.0.4:1": iface}, 2},
+		{"both", []*providerNode{node("10.0.0.1:1", r1), node("10.0.0.1:1", nil), node("10.0.0.2:1", nil), node("10.0.0.3:1", nil)},
+			map[string]registry.ProviderOrigin{"10.0.0.1:1": {Source: registry.SourceBoth, App: "a", Revision: "r1"}, "10.0.0.2:1": iface, "10.0.0.3:1": iface}, 1},
+	}
+	for _, c := range cases {
+		sortProviderNodes(c.nodes)
+		exceptions, others := providerOrigins(key, c.nodes)
+		if len(exceptions) != c.maps {
+			t.Errorf("%s: exceptions %v (others %+v), want %d", c.name, exceptions, others, c.maps)
+		}
+		d := (&registry.Directories{}).Acquire(key)
+		d.SetWithOrigins(nil, exceptions, others)
+		for addr, want := range c.want {
+			if got := d.Origin(addr); got != want {
+				t.Errorf("%s: origin of %s %+v, want %+v", c.name, addr, got, want)
+			}
+		}
+	}
+}

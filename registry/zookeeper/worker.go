@@ -118,12 +118,11 @@ func (w *worker) run() {
 		case r := <-w.session.late:
 			w.onLate(r)
 		case m := <-w.apps.metaDone:
-			w.apps.onMetadata(m)
-			w.ifaces.appsChanged()
+			w.onMetadata(m)
 			for more := true; more; { // the fetches done meanwhile: one step for them all
 				select {
 				case m := <-w.apps.metaDone:
-					w.apps.onMetadata(m)
+					w.onMetadata(m)
 				default:
 					more = false
 				}
@@ -196,8 +195,7 @@ func (w *worker) takeResults(r *round) {
 		switch t := o.target.(type) {
 		case *pathWatch:
 			t.failed = true
-			w.ifaces.readFailed(t)
-			w.ifaces.appsChanged()
+			w.markFailed(t)
 			r.fail(fmt.Errorf("reading %s: %w", t.path, errGaveUp))
 		case *consumerNode:
 			r.fail(fmt.Errorf("consumer %s: %w", t.key, errGaveUp))
@@ -218,10 +216,29 @@ func (w *worker) readFailed(r *round, pw *pathWatch, op *startedOp, err error) {
 		retry = r.fail(err)
 	}
 	w.watches.retryLater(pw, retry)
-	w.ifaces.readFailed(pw)
-	w.ifaces.appsChanged() // a failed application node settles what waited for it
+	w.markFailed(pw)
 	if isConnectionError(err) {
 		w.holdUntil = retry
+	}
+}
+
+// markFailed marks the directories depending on pw stale, and has the
+// interfaces waiting for it looked at again: a failed node counts as
+// answered, so it may settle them.
+func (w *worker) markFailed(pw *pathWatch) {
+	w.ifaces.readFailed(pw)
+	switch pw.kind {
+	case nodeApp, nodeInstance:
+		w.ifaces.touchUsers(w.apps.usersOf(pw.owner))
+	}
+}
+
+// onMetadata takes the result of a metadata fetch: the interfaces using
+// the applications of its instances are looked at again.
+func (w *worker) onMetadata(m metaResult) {
+	w.apps.onMetadata(m)
+	for _, a := range m.entry.holders {
+		w.ifaces.touchUsers(a.users)
 	}
 }
 
@@ -378,7 +395,7 @@ func (w *worker) take(pw *pathWatch, r opResult) {
 		w.ifaces.take(pw, r)
 	case nodeApp, nodeInstance:
 		w.apps.take(pw, r)
-		w.ifaces.appsChanged()
+		w.ifaces.touchUsers(w.apps.usersOf(pw.owner))
 	case nodeRoot, nodeMappingRoot:
 		if w.catalog != nil {
 			w.catalog.take(pw, r.children)
