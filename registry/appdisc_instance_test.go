@@ -308,3 +308,14 @@ func appdiscGoldens(t testing.TB, part string) []string {
 	}
 	return names
 }
+
+func BenchmarkParseInstance(b *testing.B) {
+	data := appdiscReadFile(b, "java-instance.json")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ParseInstance(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -74,19 +74,19 @@ type apps struct {
 	z         *Registry
 	session   *session
 	watches   *watches
-	republish func(iface string)      // has interface iface published again
-	wakeAt    func(time.Time)         // makes the worker step at t at the latest
-	byName    map[string]*appState    // applications named by the mapping nodes of live interfaces
-	meta      map[metaKey]*metaEntry  // instance metadata by instance and revision, bounded
-	metaInUse int                     // entries of meta some live instance uses
-	metaDone  chan metaResult         // fetches' results
-	fetching  int                     // fetches under way
-	toFetch   map[*metaEntry]struct{} // entries in use whose metadata is unknown: fetched when due
-	missing   map[*appState]struct{}  // applications with instances missing from their listing
-	usable    int                     // instances parsed (counts)
-	scanning  bool                    // in a publication scan: settled answers from scan
-	scan      map[*appState]bool      // appSettled within the scan
-	sums      nodeKeys                // of instance nodes' data
+	republish func(iface string)     // has interface iface published again
+	wakeAt    func(time.Time)        // makes the worker step at t at the latest
+	byName    map[string]*appState   // applications named by the mapping nodes of live interfaces
+	meta      map[metaKey]*metaEntry // instance metadata by instance and revision, bounded
+	metaInUse int                    // entries of meta some live instance uses
+	metaDone  chan metaResult        // fetches' results
+	fetching  int                    // fetches under way
+	toFetch   set[*metaEntry]        // entries in use whose metadata is unknown: fetched when due
+	missing   set[*appState]         // applications with instances missing from their listing
+	usable    int                    // instances parsed (counts)
+	scanning  bool                   // in a publication scan: settled answers from scan
+	scan      map[*appState]bool     // appSettled within the scan
+	sums      nodeKeys               // of instance nodes' data
 	// metaFetches counts the fetches done, metaFailures those that failed.
 	metaFetches, metaFailures uint64
 }
@@ -101,8 +101,6 @@ func newApps(z *Registry, s *session, ws *watches, republish func(iface string),
 		byName:    make(map[string]*appState),
 		meta:      make(map[metaKey]*metaEntry),
 		metaDone:  make(chan metaResult),
-		toFetch:   make(map[*metaEntry]struct{}),
-		missing:   make(map[*appState]struct{}),
 		scan:      make(map[*appState]bool),
 		sums:      newNodeKeys(),
 	}
@@ -175,7 +173,7 @@ func (ap *apps) leave(iface, name string) {
 		ap.dropInstance(a, in)
 	}
 	delete(ap.byName, name)
-	delete(ap.missing, a)
+	ap.missing.remove(a)
 }
 
 // take takes what a read of an application's node or an instance's found.
@@ -237,7 +235,7 @@ func (ap *apps) setInstances(a *appState, children []string) {
 // dropAllMissing drops the instances missing from their application's
 // listing for leaveGrace or longer (of the applications that have any).
 func (ap *apps) dropAllMissing(now time.Time) {
-	for a := range ap.missing {
+	for a := range ap.missing.all() {
 		ap.dropMissing(a, now)
 	}
 }
@@ -261,9 +259,9 @@ func (ap *apps) dropMissing(a *appState, now time.Time) {
 		ap.dirtyUsers(a)
 	}
 	if missing {
-		ap.missing[a] = struct{}{}
+		ap.missing.add(a)
 	} else {
-		delete(ap.missing, a)
+		ap.missing.remove(a)
 	}
 }
 

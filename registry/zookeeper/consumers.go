@@ -32,7 +32,7 @@ type consumers struct {
 	// due are the nodes with something to do (wanted and not registered,
 	// or registered and not wanted, or neither and to be forgotten): sync
 	// looks at them only.
-	due map[*consumerNode]struct{}
+	due set[*consumerNode]
 	// waiting are the nodes wanted whose interface has no providers node
 	// yet, by interface: out of due until it appears (providersAppeared),
 	// so that thousands of them cost nothing per step.
@@ -42,7 +42,7 @@ type consumers struct {
 
 func newConsumers(z *Registry, s *session) *consumers {
 	return &consumers{z: z, session: s, byKey: make(map[registry.ServiceKey]*consumerNode),
-		due: make(map[*consumerNode]struct{}), waiting: make(map[string]map[*consumerNode]struct{})}
+		waiting: make(map[string]map[*consumerNode]struct{})}
 }
 
 // setRegistered records whether c's node is registered, keeping the count
@@ -60,9 +60,9 @@ func (cs *consumers) setRegistered(c *consumerNode, registered bool) {
 // check puts c in due when it has something to do.
 func (cs *consumers) check(c *consumerNode) {
 	if c.want != c.registered || !c.want {
-		cs.due[c] = struct{}{}
+		cs.due.add(c)
 	} else {
-		delete(cs.due, c)
+		cs.due.remove(c)
 	}
 }
 
@@ -92,7 +92,7 @@ func (cs *consumers) unregister(key registry.ServiceKey) {
 // providers node exists (hasProviders), and deleting those no longer
 // wanted, as the round paces them, as many at once as the client takes.
 func (cs *consumers) sync(r *round, hasProviders func(iface string) bool) {
-	for c := range cs.due {
+	for c := range cs.due.all() {
 		key := c.key
 		if c.busy {
 			continue
@@ -116,17 +116,17 @@ func (cs *consumers) sync(r *round, hasProviders func(iface string) bool) {
 			}
 		case !c.want:
 			delete(cs.byKey, key)
-			delete(cs.due, c)
+			cs.due.remove(c)
 			delete(cs.waiting[key.Interface], c)
 		default:
-			delete(cs.due, c)
+			cs.due.remove(c)
 		}
 	}
 }
 
 // wait takes c out of due until its interface's providers node appears.
 func (cs *consumers) wait(c *consumerNode) {
-	delete(cs.due, c)
+	cs.due.remove(c)
 	w := cs.waiting[c.key.Interface]
 	if w == nil {
 		w = make(map[*consumerNode]struct{})

@@ -125,15 +125,15 @@ func TestConsumersWaitingCostNothing(t *testing.T) {
 	for i := range 1000 {
 		cs.register(registry.ServiceKey{Interface: "com.example.NoProviders" + strconv.Itoa(i)})
 	}
-	if len(cs.due) != 1000 {
-		t.Fatalf("%d nodes due, want 1000", len(cs.due))
+	if cs.due.len() != 1000 {
+		t.Fatalf("%d nodes due, want 1000", cs.due.len())
 	}
 	cs.sync(&round{now: time.Now()}, func(string) bool { return false })
-	if len(cs.due) != 0 || len(cs.waiting) != 1000 {
-		t.Fatalf("after a look: %d due, %d interfaces waiting; want 0 and 1000", len(cs.due), len(cs.waiting))
+	if cs.due.len() != 0 || len(cs.waiting) != 1000 {
+		t.Fatalf("after a look: %d due, %d interfaces waiting; want 0 and 1000", cs.due.len(), len(cs.waiting))
 	}
 	cs.providersAppeared("com.example.NoProviders7")
-	if _, ok := cs.due[cs.byKey[registry.ServiceKey{Interface: "com.example.NoProviders7"}]]; !ok || len(cs.due) != 1 || len(cs.waiting) != 999 {
-		t.Fatalf("after its providers node appeared: %d due, %d waiting; want NoProviders7 due", len(cs.due), len(cs.waiting))
+	if !cs.due.has(cs.byKey[registry.ServiceKey{Interface: "com.example.NoProviders7"}]) || cs.due.len() != 1 || len(cs.waiting) != 999 {
+		t.Fatalf("after its providers node appeared: %d due, %d waiting; want NoProviders7 due", cs.due.len(), len(cs.waiting))
 	}
 }

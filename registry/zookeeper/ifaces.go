@@ -85,11 +85,11 @@ type ifaces struct {
 	apps      *apps
 	consumers *consumers
 	byName    map[string]*ifaceState
-	dirty     map[*ifaceState]struct{} // interfaces to publish again, once settled
+	dirty     set[*ifaceState] // interfaces to publish again, once settled
 	// touched are the dirty interfaces whose own nodes changed since the
 	// last publication scan: only they can have become settled, unless
 	// the applications changed (rescan), which any may wait for.
-	touched map[*ifaceState]struct{}
+	touched set[*ifaceState]
 	rescan  bool
 	keys    nodeKeys // of provider children's names
 }
@@ -102,16 +102,14 @@ func newIfaces(z *Registry, s *session, ws *watches, a *apps, cs *consumers) *if
 		apps:      a,
 		consumers: cs,
 		byName:    make(map[string]*ifaceState),
-		dirty:     make(map[*ifaceState]struct{}),
-		touched:   make(map[*ifaceState]struct{}),
 		keys:      newNodeKeys(),
 	}
 }
 
 // mark has s published again once settled.
 func (i *ifaces) mark(s *ifaceState) {
-	i.dirty[s] = struct{}{}
-	i.touched[s] = struct{}{}
+	i.dirty.add(s)
+	i.touched.add(s)
 }
 
 // appsChanged says that what the applications know changed as a whole (a
@@ -188,8 +186,8 @@ func (i *ifaces) drop(s *ifaceState) {
 		i.watches.unwatch(pw)
 	}
 	i.setApps(s, nil)
-	delete(i.dirty, s)
-	delete(i.touched, s)
+	i.dirty.remove(s)
+	i.touched.remove(s)
 	delete(i.byName, s.name)
 }
 
@@ -221,7 +219,7 @@ func (i *ifaces) readFailed(pw *pathWatch) {
 	if s := i.byName[pw.owner]; s != nil && pw.kind <= nodeMapping {
 		s.failed = true
 		s.markStale()
-		i.touched[s] = struct{}{}
+		i.touched.add(s)
 	}
 }
 
@@ -231,7 +229,7 @@ func (i *ifaces) readFailed(pw *pathWatch) {
 func (i *ifaces) touchUsers(users map[string]struct{}) {
 	for name := range users {
 		if s := i.byName[name]; s != nil {
-			i.touched[s] = struct{}{}
+			i.touched.add(s)
 		}
 	}
 }
@@ -316,7 +314,7 @@ func (i *ifaces) markDirty(name string) {
 // only the directories whose providers changed, or not current.
 func (i *ifaces) markAllDirty() {
 	for _, s := range i.byName {
-		i.dirty[s] = struct{}{}
+		i.dirty.add(s)
 	}
 	i.rescan = true
 }
@@ -336,18 +334,18 @@ func (i *ifaces) publishDirty() {
 	}
 	i.apps.startScan()
 	defer i.apps.endScan()
-	scan := i.touched
+	scan := i.touched.all()
 	if i.rescan {
-		scan = i.dirty
+		scan = i.dirty.all()
 	}
 	for s := range scan {
-		if _, ok := i.dirty[s]; ok && i.settled(s) {
-			delete(i.dirty, s)
+		if i.dirty.has(s) && i.settled(s) {
+			i.dirty.remove(s)
 			s.failed = false
 			i.publish(s)
 		}
 	}
-	clear(i.touched)
+	i.touched.clear()
 	i.rescan = false
 }
 

@@ -81,7 +81,7 @@ func (ap *apps) useMeta(a *appState, in *instanceState, e *metaEntry) {
 			ap.metaInUse++
 		}
 		if e.info == nil && !e.fetching {
-			ap.toFetch[e] = struct{}{}
+			ap.toFetch.add(e)
 		}
 	}
 	in.meta = e
@@ -114,10 +114,10 @@ func (ap *apps) evictMetadata() {
 // metadata is unknown (toFetch) only, not at every instance.
 func (ap *apps) fetchDue() {
 	now := time.Now()
-	for e := range ap.toFetch {
+	for e := range ap.toFetch.all() {
 		inst := e.instance()
 		if e.users == 0 || e.info != nil || e.fetching || inst == nil {
-			delete(ap.toFetch, e) // useMeta or a failed fetch puts it back when due again
+			ap.toFetch.remove(e) // useMeta or a failed fetch puts it back when due again
 			continue
 		}
 		if now.Before(e.retryAt) {
@@ -127,7 +127,7 @@ func (ap *apps) fetchDue() {
 		if ap.fetching >= ap.z.opts.MetadataConcurrency {
 			return // onMetadata wakes the worker
 		}
-		delete(ap.toFetch, e)
+		ap.toFetch.remove(e)
 		ap.startFetch(e, inst)
 	}
 }
@@ -229,7 +229,7 @@ func (ap *apps) onMetadata(m metaResult) {
 		e.retryAt, e.lastErr = time.Now().Add(backoff), m.err.Error()
 		ap.z.log.Warn("cannot fetch instance metadata: the instance is not used", "err", m.err,
 			"failures", e.failures, "retry_in", backoff)
-		ap.toFetch[e] = struct{}{} // again at retryAt, if still in use
+		ap.toFetch.add(e) // again at retryAt, if still in use
 	} else {
 		e.info, e.failures, e.lastErr = m.info, 0, ""
 	}

@@ -61,14 +61,14 @@ type watches struct {
 	z       *Registry
 	session *session
 	byPath  map[string]*pathWatch
-	due     map[*pathWatch]struct{} // live, need and not busy: to read
+	due     set[*pathWatch] // live, need and not busy: to read
 
 	liveArmed int // armed watches of live nodes
 	orphans   int // armed watches of released nodes
 }
 
 func newWatches(z *Registry, s *session) *watches {
-	return &watches{z: z, session: s, byPath: make(map[string]*pathWatch), due: make(map[*pathWatch]struct{})}
+	return &watches{z: z, session: s, byPath: make(map[string]*pathWatch)}
 }
 
 // watch returns the live record of path, which must be read: a new one, or
@@ -100,13 +100,13 @@ func (ws *watches) unwatch(pw *pathWatch) {
 func (ws *watches) markNeed(pw *pathWatch) {
 	pw.need = true
 	if pw.live && !pw.busy {
-		ws.due[pw] = struct{}{}
+		ws.due.add(pw)
 	}
 }
 
 func (ws *watches) clearNeed(pw *pathWatch) {
 	pw.need = false
-	delete(ws.due, pw)
+	ws.due.remove(pw)
 }
 
 // setArmed and setLive change a record's state, keeping the counts.

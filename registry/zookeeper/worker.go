@@ -376,7 +376,7 @@ func (w *worker) work(r *round) {
 		r.later(w.holdUntil)
 		return
 	}
-	for pw := range w.watches.due {
+	for pw := range w.watches.due.all() {
 		if r.now.Before(pw.retry) {
 			r.later(pw.retry)
 			continue
