@@ -110,28 +110,68 @@ type appdiscCuratorPayload struct {
 	Metadata json.RawMessage `json:"metadata"`
 }
 
+// appdiscCuratorStrings is appdiscCurator when every field has its usual
+// type (names and metadata values strings or null, as Java Dubbo and
+// dubbo-go write them): decoded in one pass, where appdiscCurator takes
+// one per level. Data it cannot decode is decoded again by appdiscCurator,
+// which says what is wrong, or converts what is unusual.
+type appdiscCuratorStrings struct {
+	Name    *string         `json:"name"`
+	ID      *string         `json:"id"`
+	Address *string         `json:"address"`
+	Port    json.RawMessage `json:"port"`
+	Payload *struct {
+		Metadata map[string]*string `json:"metadata"`
+	} `json:"payload"`
+}
+
+// metadata is payload.metadata without its null values.
+func (c *appdiscCuratorStrings) metadata() map[string]string {
+	if c.Payload == nil {
+		return map[string]string{}
+	}
+	out := make(map[string]string, len(c.Payload.Metadata))
+	for k, v := range c.Payload.Metadata {
+		if v != nil {
+			out[k] = *v
+		}
+	}
+	return out
+}
+
 // ParseInstance parses the data of an instance node. It fails, naming the
 // field, on malformed JSON, a missing name or address, a value of the wrong
 // type, a port out of range, or malformed dubbo.endpoints or url-params;
 // it does not require a revision (see RevisionKnown).
-func ParseInstance(data []byte) (*Instance, error) {
+func ParseInstance(data []byte) (*Instance, error) { return parseInstance(data, true) }
+
+// parseInstance is ParseInstance; without fast it always takes the
+// precise path (tests compare the two).
+func parseInstance(data []byte, fast bool) (*Instance, error) {
 	if len(data) > MaxInstanceBytes {
 		return nil, fmt.Errorf("service instance: %d bytes, over the limit of %d", len(data), MaxInstanceBytes)
 	}
-	var ci appdiscCurator
-	if err := appdiscObject(data, &ci); err != nil {
-		return nil, fmt.Errorf("service instance: %w", err)
-	}
 	in := &Instance{}
 	var err error
-	if in.App, err = appdiscString(ci.Name); err != nil {
-		return nil, fmt.Errorf("service instance: name: %w", err)
-	}
-	if in.ID, err = appdiscString(ci.ID); err != nil {
-		return nil, fmt.Errorf("service instance %q: id: %w", in.App, err)
-	}
-	if in.Host, err = appdiscString(ci.Address); err != nil {
-		return nil, fmt.Errorf("service instance %q: address: %w", in.App, err)
+	var strs appdiscCuratorStrings
+	var ci appdiscCurator
+	isFast := fast && appdiscFirst(data) == '{' && json.Unmarshal(data, &strs) == nil
+	if isFast {
+		in.App, in.ID, in.Host = deref(strs.Name), deref(strs.ID), deref(strs.Address)
+		ci.Port = strs.Port
+	} else {
+		if err := appdiscObject(data, &ci); err != nil {
+			return nil, fmt.Errorf("service instance: %w", err)
+		}
+		if in.App, err = appdiscString(ci.Name); err != nil {
+			return nil, fmt.Errorf("service instance: name: %w", err)
+		}
+		if in.ID, err = appdiscString(ci.ID); err != nil {
+			return nil, fmt.Errorf("service instance %q: id: %w", in.App, err)
+		}
+		if in.Host, err = appdiscString(ci.Address); err != nil {
+			return nil, fmt.Errorf("service instance %q: address: %w", in.App, err)
+		}
 	}
 	if in.App == "" {
 		return nil, errors.New("service instance: no name")
@@ -146,7 +186,9 @@ func ParseInstance(data []byte) (*Instance, error) {
 		return nil, fmt.Errorf("service instance %q %s: port: %w", in.App, in.Host, err)
 	}
 	what := "service instance " + strconv.Quote(in.App) + " " + in.Host
-	if in.Metadata, err = appdiscPayload(ci.Payload); err != nil {
+	if isFast {
+		in.Metadata = strs.metadata()
+	} else if in.Metadata, err = appdiscPayload(ci.Payload); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	in.Revision = in.Metadata[appdiscMetaRevision]
@@ -216,6 +258,13 @@ func (in *Instance) EndpointPort(protocol string) int {
 		}
 	}
 	return 0
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // appdiscPayload returns payload.metadata as strings; an absent or null

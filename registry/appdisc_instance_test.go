@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -316,6 +317,48 @@ func BenchmarkParseInstance(b *testing.B) {
 	for b.Loop() {
 		if _, err := ParseInstance(data); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestAppdiscInstanceFastPath: the one-pass decoding of the usual shapes
+// gives what the precise path gives, instance or error, on every instance
+// of testdata and on odd and hostile shapes.
+func TestAppdiscInstanceFastPath(t *testing.T) {
+	inputs := []string{
+		`{"name":"app","address":"10.1.2.3"}`,
+		`{"name":"app","address":"10.1.2.3","port":"20880","payload":null}`,
+		`{"name":null,"address":"10.1.2.3","port":1}`,
+		`{"name":"app","address":"10.1.2.3","port":1,"payload":{"metadata":null}}`,
+		`{"name":"app","address":"10.1.2.3","port":1,"payload":{"metadata":{"a":null,"b":"x","c":""}}}`,
+		`{"name":"app","address":"10.1.2.3","port":1,"payload":{"metadata":{"n":12,"b":true}}}`,
+		`{"name":"app","address":"10.1.2.3","port":1,"payload":{"metadata":{"dubbo.endpoints":"[{\"port\":1,\"protocol\":\"dubbo\"}]"}}}`,
+		`{"name":"app","address":"10.1.2.3","port":1,"payload":{"metadata":{"dubbo.endpoints":"[{\"port\":\"x\"}]"}}}`,
+		`{"name":"app","address":"10.1.2.3","port":1,"payload":"x"}`,
+		`{"name":"app","address":"10.1.2.3","port":1,"payload":{"metadata":[]}}`,
+		`{"NAME":"app","Address":"10.1.2.3","port":1}`,
+		`{"name":"a","name":"b","address":"10.1.2.3"}`,
+		`{"name":"app\ud800","address":"10.1.2.3"}`,
+		`{"name":"app","address":"h","port":70000}`,
+		`{"name":7,"address":"h"}`,
+		`{"name":"app",`, `[]`, ``, `{"name":"app","address":"h"} trailing`,
+	}
+	files, err := filepath.Glob("testdata/appdisc/*instance*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("instances in testdata: %v %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, string(b))
+	}
+	for _, data := range inputs {
+		fast, fastErr := parseInstance([]byte(data), true)
+		slow, slowErr := parseInstance([]byte(data), false)
+		if fmt.Sprint(fastErr) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fast, slow) {
+			t.Errorf("%.80s:\nfast %+v, %v\nslow %+v, %v", data, fast, fastErr, slow, slowErr)
 		}
 	}
 }
