@@ -86,6 +86,10 @@ type session struct {
 	late    chan lateResult // results of waited-for operations the worker stopped waiting for
 	done    chan opDone     // results of started operations; capacity maxInFlight, so no helper blocks
 	helpers sync.WaitGroup  // goroutines running an operation, fetching metadata or closing a client
+	// idle hands an operation to a helper that has run one and waits for
+	// another (helperIdle at most): a goroutine made for each operation
+	// grew its stack each time, a tenth of the registry's CPU under churn.
+	idle chan func()
 
 	// inFlight are the operations started (start) whose results the
 	// worker has not taken yet: at most maxInFlight.
@@ -121,6 +125,7 @@ func newSession(z *Registry, client *zkClient) *session {
 		client:      client,
 		late:        make(chan lateResult),
 		done:        make(chan opDone, maxInFlight),
+		idle:        make(chan func()),
 		inFlight:    make(map[*startedOp]struct{}, maxInFlight),
 		gc:          gc,
 		lastRecycle: time.Now(),
@@ -295,10 +300,41 @@ func (s *session) start(target any, op func() opResult) bool {
 	if s.z.hooks.started != nil {
 		s.z.hooks.started(len(s.inFlight))
 	}
-	s.helpers.Go(func() {
+	s.goHelper(func() {
 		s.done <- opDone{op: o, res: op()} // never blocks: room for every operation in flight
 	})
 	return true
+}
+
+// helperIdle is how long a helper waits for another operation before it
+// ends.
+const helperIdle = time.Second
+
+// goHelper runs f on a helper waiting for work, else on a new one, which
+// waits helperIdle for more once f returns (or until the registry
+// closes). There are never more helpers than operations run at once.
+func (s *session) goHelper(f func()) {
+	select {
+	case s.idle <- f:
+		return
+	default:
+	}
+	s.helpers.Go(func() {
+		f()
+		wait := time.NewTimer(helperIdle)
+		defer wait.Stop()
+		for {
+			select {
+			case f := <-s.idle:
+				f()
+				wait.Reset(helperIdle)
+			case <-wait.C:
+				return
+			case <-s.z.quit:
+				return
+			}
+		}
+	})
 }
 
 // finish takes a started operation's result off the operations in flight
@@ -343,7 +379,7 @@ func (s *session) callAll(n int, op func(i int) opResult) ([]opResult, error) {
 	for started, got := 0, 0; got < n; {
 		for ; started < n && started-got < maxInFlight; started++ {
 			i := started
-			s.helpers.Go(func() { results <- indexed{i, op(i)} })
+			s.goHelper(func() { results <- indexed{i, op(i)} })
 		}
 		select {
 		case r := <-results:
