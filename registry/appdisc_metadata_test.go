@@ -2,6 +2,8 @@ package registry
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -626,5 +628,71 @@ func TestAppdiscRevisionChange(t *testing.T) {
 	}
 	if m.Revision != local.Revision || m.Revision != after.Revision || !strings.Contains(methods(m), ",Ping,") {
 		t.Errorf("local: revision %q (instance %q), methods %q", m.Revision, local.Revision, methods(m))
+	}
+}
+
+// TestParseMetadataFastPath: the one-pass decoding of the usual shapes
+// gives what the precise path gives, document or error, on every
+// metadata document of testdata and on odd and hostile shapes.
+func TestParseMetadataFastPath(t *testing.T) {
+	inputs := []string{
+		`{"app":"a","revision":"r"}`,
+		`{"app":"a","revision":"r","services":null}`,
+		`{"app":"a","revision":"r","services":{"s":null}}`,
+		`{"app":"a","revision":12345}`,
+		`{"app":"a","revision":""}`,
+		`{"app":"a","revision":null}`,
+		`{"app":7,"revision":"r"}`,
+		`{"app":"a","revision":"r","services":{"s:dubbo":{"name":"s","protocol":"dubbo","port":"20880","params":{"a":"1","b":null}}}}`,
+		`{"app":"a","revision":"r","services":{"s:dubbo":{"name":"s","port":20880,"params":{"n":5,"b":false}}}}`,
+		`{"app":"a","revision":"r","services":{"s:dubbo":{"name":"s","port":70000}}}`,
+		`{"app":"a","revision":"r","services":{"s:dubbo":{"name":"s","params":{"o":{}}}}}`,
+		`{"app":"a","revision":"r","services":{"s:dubbo":{"NAME":"s","Port":1}}}`,
+		`{"app":"a","revision":"r","services":{"s:dubbo":{"name":["s"]}}}`,
+		`{"app":"a","revision":"r","services":[]}`,
+		`{"app":"a","revision":"r",`, `[]`, ``, `null`,
+	}
+	files, err := filepath.Glob("testdata/appdisc/*metadata*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("metadata in testdata: %v %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, string(b))
+	}
+	fastOnes := 0
+	for _, data := range inputs {
+		fast, fastErr := ParseMetadataJSON([]byte(data))
+		slow, slowErr := parseMetadataJSON([]byte(data))
+		if fmt.Sprint(fastErr) != fmt.Sprint(slowErr) || !reflect.DeepEqual(fast, slow) {
+			t.Errorf("%.80s:\nfast %+v, %v\nslow %+v, %v", data, fast, fastErr, slow, slowErr)
+		}
+		if _, ok := parseMetadataStrings([]byte(data)); ok {
+			fastOnes++
+		}
+	}
+	if fastOnes < len(files) {
+		t.Errorf("the one-pass decoding took %d of the inputs, fewer than the %d documents of testdata", fastOnes, len(files))
+	}
+}
+
+func BenchmarkParseMetadataJSON(b *testing.B) {
+	data := appdiscReadFile(b, "java-metadata-gson.json")
+	for _, bc := range []struct {
+		name  string
+		parse func([]byte) (*MetadataInfo, error)
+	}{{"one-pass", ParseMetadataJSON}, {"precise", parseMetadataJSON}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := bc.parse(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
