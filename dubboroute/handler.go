@@ -46,6 +46,35 @@ type Deps struct {
 	// context to the provider; nil (tracing off) passes the client's
 	// traceparent and tracestate headers on as attachments instead.
 	Tracer trace.Tracer
+	// Encoders, when set, shares one encoder among the routes of a table
+	// that declare no types or classes of their own.
+	Encoders *Encoders
+}
+
+// Encoders shares the JSON bridge encoder of the routes of one table that
+// declare no types or classes of their own (most routes): compiled once
+// from Deps.Types and Deps.AllowedClasses instead of once per route, a
+// copy of ~0.6 KB each at 5,000 routes. An Encoder is immutable once
+// made, so routes may share it. The zero value is ready; a table is built
+// on one goroutine.
+type Encoders struct {
+	byGeneric [2]*jsonbridge.Encoder // [0]: generic false, [1]: true
+}
+
+// encoder returns the shared encoder of opts (made on first use).
+func (es *Encoders) encoder(opts jsonbridge.EncodeOptions) (*jsonbridge.Encoder, error) {
+	i := 0
+	if opts.Generic {
+		i = 1
+	}
+	if es.byGeneric[i] == nil {
+		enc, err := jsonbridge.NewEncoder(opts)
+		if err != nil {
+			return nil, err
+		}
+		es.byGeneric[i] = enc
+	}
+	return es.byGeneric[i], nil
 }
 
 // Handler serves one Dubbo route.
@@ -97,9 +126,14 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 	if cfg.Passthrough != nil {
 		allowed = append(allowed, interfacePackages(cfg.Passthrough.Allow)...)
 	}
-	enc, err := jsonbridge.NewEncoder(jsonbridge.EncodeOptions{
-		Generic: *cfg.Generic, Schema: schema, RestrictClasses: true, AllowClasses: allowed,
-	})
+	opts := jsonbridge.EncodeOptions{Generic: *cfg.Generic, Schema: schema, RestrictClasses: true, AllowClasses: allowed}
+	var enc *jsonbridge.Encoder
+	var err error
+	if d.Encoders != nil && len(cfg.Types) == 0 && len(cfg.AllowedClasses) == 0 && cfg.Passthrough == nil {
+		enc, err = d.Encoders.encoder(opts) // the same options as every such route of the table
+	} else {
+		enc, err = jsonbridge.NewEncoder(opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("types: %w", err)
 	}

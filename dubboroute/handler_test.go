@@ -100,12 +100,13 @@ routes:
 		t.Fatal(err)
 	}
 	d := &fixture{t: t, srv: srv, handlers: map[string]*dubboroute.Handler{}}
+	encoders := &dubboroute.Encoders{} // as a gateway table shares them
 	for _, rc := range cfg.Routes {
 		// No Log: a nil logger discards (the refusals these tests cause
 		// are logged through it).
 		dr, _ := dubboroute.RouteOf(rc)
 		h, err := dubboroute.New(rc.Name, dr, dubboroute.Deps{
-			Client: client, References: map[string]*registry.References{"demo": refs},
+			Client: client, References: map[string]*registry.References{"demo": refs}, Encoders: encoders,
 		})
 		if err != nil {
 			t.Fatalf("route %s: %v", rc.Name, err)

@@ -73,6 +73,7 @@ type table struct {
 	upstreams   map[string]*proxy.Upstream
 	registries  map[string]registry.Registry
 	references  map[string]*registry.References // one per registry, carried with it
+	encoders    dubboroute.Encoders             // shared by the Dubbo routes without types of their own
 	trusted     []netip.Prefix
 	identity    identitySet // headers removed from every request as it enters
 	reqIDHeader string
@@ -297,7 +298,7 @@ func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ 
 		var err error
 		dh, err = dubboroute.New(rc.Name, dr, dubboroute.Deps{
 			Client: d.dubbo, References: t.references, Types: client.Types, AllowedClasses: client.AllowedClasses, Log: d.log, ClusterMetrics: d.cluster,
-			Tracer: d.tracer,
+			Tracer: d.tracer, Encoders: &t.encoders,
 		})
 		if err != nil {
 			return nil, fmt.Errorf(".dubbo.%w", err)
