@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/hessian"
 )
 
@@ -44,7 +45,10 @@ type MetadataInfo struct {
 type ServiceInfo struct {
 	Name, Group, Version, Protocol, Path string
 	Port                                 int
-	Params                               map[string]string
+	// Params are compact (interned pairs): a registry keeps the metadata
+	// of every application revision in use, 10,000 services' worth at
+	// 500 applications × 10 services × 2 revisions.
+	Params cluster.Params
 }
 
 // MetadataFetcher calls an instance's MetadataService:
@@ -113,16 +117,18 @@ func parseMetadataStrings(data []byte) (*MetadataInfo, bool) {
 			continue
 		}
 		s := &ServiceInfo{Name: deref(sd.Name), Group: deref(sd.Group), Version: deref(sd.Version), Protocol: deref(sd.Protocol),
-			Path: deref(sd.Path), Params: make(map[string]string, len(sd.Params))}
+			Path: deref(sd.Path)}
 		var err error
 		if s.Port, err = appdiscPort(sd.Port); err != nil {
 			return nil, false
 		}
+		params := make(map[string]string, len(sd.Params))
 		for k, v := range sd.Params {
 			if v != nil {
-				s.Params[k] = *v
+				params[k] = *v
 			}
 		}
+		s.Params = cluster.NewParams(params)
 		m.Services[key] = s
 	}
 	return m, true
@@ -211,16 +217,17 @@ func appdiscServiceJSON(data json.RawMessage) (*ServiceInfo, error) {
 			return nil, fmt.Errorf("params: %w", err)
 		}
 	}
-	s.Params = make(map[string]string, len(params))
+	kept := make(map[string]string, len(params))
 	for k, raw := range params {
 		v, null, err := appdiscText(raw)
 		if c := appdiscFirst(raw); err != nil || c == '{' || c == '[' {
 			return nil, fmt.Errorf("params[%q]: want a string, got %s", k, appdiscDescribe(raw))
 		}
 		if !null {
-			s.Params[k] = v
+			kept[k] = v
 		}
 	}
+	s.Params = cluster.NewParams(kept)
 	return s, nil
 }
 
@@ -332,9 +339,8 @@ func appdiscServiceHessian(v any) (*ServiceInfo, error) {
 	prm, _ := get("params")
 	switch p := prm.(type) {
 	case nil:
-		s.Params = map[string]string{}
 	case *hessian.Map:
-		s.Params = make(map[string]string, len(p.Entries))
+		kept := make(map[string]string, len(p.Entries))
 		for i, e := range p.Entries {
 			k, ok := e.Key.(string)
 			if !ok {
@@ -345,9 +351,10 @@ func appdiscServiceHessian(v any) (*ServiceInfo, error) {
 				return nil, fmt.Errorf("params[%q]: got %s, want a string", k, appdiscHessianType(e.Value))
 			}
 			if e.Value != nil {
-				s.Params[k] = val
+				kept[k] = val
 			}
 		}
+		s.Params = cluster.NewParams(kept)
 	default:
 		return nil, fmt.Errorf("params: got %s, want a map", appdiscHessianType(prm))
 	}
@@ -482,8 +489,8 @@ func (m *MetadataInfo) ProviderURLs(inst *Instance) (urls []*ProviderURL, skippe
 			skipped = append(skipped, key+": no interface: neither path nor name is given")
 			continue
 		}
-		params := make(url.Values, len(s.Params)+3)
-		for k, v := range s.Params {
+		params := make(url.Values, s.Params.Len()+3)
+		for k, v := range s.Params.All() {
 			params[k] = []string{v}
 		}
 		appdiscDefault(params, "group", s.Group)

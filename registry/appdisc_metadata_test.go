@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/hessian"
 )
@@ -40,19 +41,19 @@ func appdiscGreeterUser(app, ts string, port int) map[string]*ServiceInfo {
 		"org.dubbogw.interop.UserService:1.0.0:dubbo": {
 			Name: "org.dubbogw.interop.UserService", Version: "1.0.0", Protocol: "dubbo", Port: port,
 			Path: "org.dubbogw.interop.UserService",
-			Params: map[string]string{
+			Params: cluster.NewParams(map[string]string{
 				"methods":     "Add,add,AddBonus,addBonus,Crash,crash,CreateUser,createUser,Fail,fail,GetUser,getUser,Greet,greet,Join,join,ListUsers,listUsers,Shift,shift,Slow,slow,Whoami,whoami",
 				"loadbalance": "random", "release": "dubbo-golang-3.2.0", "timestamp": ts, "serialization": "hessian2",
 				"cluster": "failover", "version": "1.0.0", "application": app,
-			},
+			}),
 		},
 		"blue/org.dubbogw.interop.GreeterService:dubbo": {
 			Name: "org.dubbogw.interop.GreeterService", Group: "blue", Protocol: "dubbo", Port: port,
 			Path: "org.dubbogw.interop.GreeterService",
-			Params: map[string]string{
+			Params: cluster.NewParams(map[string]string{
 				"methods": "Hello,hello", "serialization": "hessian2", "cluster": "failover", "application": app,
 				"group": "blue", "loadbalance": "random", "release": "dubbo-golang-3.2.0", "timestamp": ts,
-			},
+			}),
 		},
 	}
 }
@@ -229,7 +230,7 @@ func TestAppdiscMetadataJava(t *testing.T) {
 		t.Fatalf("metadata %+v", m)
 	}
 	greet := m.Services["greeting/org.apache.dubbo.demo.GreetingService:1.0.0:dubbo"]
-	if greet == nil || greet.Key() != (ServiceKey{"org.apache.dubbo.demo.GreetingService", "greeting", "1.0.0"}) || greet.Port != 20880 || greet.Params["weight"] != "50" {
+	if greet == nil || greet.Key() != (ServiceKey{"org.apache.dubbo.demo.GreetingService", "greeting", "1.0.0"}) || greet.Port != 20880 || greet.Params.Get("weight") != "50" {
 		t.Fatalf("GreetingService %+v", greet)
 	}
 	urls, skipped := m.ProviderURLs(inst)
@@ -247,7 +248,7 @@ func TestAppdiscMetadataJava(t *testing.T) {
 		t.Fatal(err)
 	}
 	demo := m.Services["org.apache.dubbo.demo.DemoService:dubbo"]
-	if demo == nil || demo.Port != 0 || demo.Params["methods"] != "sayHello" {
+	if demo == nil || demo.Port != 0 || demo.Params.Get("methods") != "sayHello" {
 		t.Fatalf("DemoService %+v (port -1 is Java's unset)", demo)
 	}
 	urls, skipped = m.ProviderURLs(inst)
@@ -302,7 +303,7 @@ func TestAppdiscMetadataJavaHessian(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := m.Services["g/org.apache.dubbo.demo.Other:2.0:dubbo"]
-	if m.App != "demo-provider" || len(m.Services) != 3 || other == nil || other.Port != 0 || other.Group != "g" || len(other.Params) != 0 || other.Params == nil {
+	if m.App != "demo-provider" || len(m.Services) != 3 || other == nil || other.Port != 0 || other.Group != "g" || other.Params.Len() != 0 {
 		t.Fatalf("metadata %+v, Other %+v", m, other)
 	}
 	inst := appdiscInstance(t, "java-instance.json")
@@ -336,7 +337,7 @@ func TestAppdiscMetadataHessianMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &MetadataInfo{App: "a", Revision: "1", Services: map[string]*ServiceInfo{
-		"S:dubbo": {Name: "S", Protocol: "dubbo", Port: 20880, Params: map[string]string{"weight": "7"}},
+		"S:dubbo": {Name: "S", Protocol: "dubbo", Port: 20880, Params: cluster.NewParams(map[string]string{"weight": "7"})},
 	}}
 	if !reflect.DeepEqual(m, want) {
 		t.Fatalf("got %+v, want %+v", m, want)
@@ -394,7 +395,7 @@ func TestAppdiscMetadataJSONShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &MetadataInfo{App: "a", Revision: "12", Services: map[string]*ServiceInfo{
-		"s:dubbo": {Name: "s", Protocol: "dubbo", Port: 20880, Params: map[string]string{"n": "5", "b": "false"}},
+		"s:dubbo": {Name: "s", Protocol: "dubbo", Port: 20880, Params: cluster.NewParams(map[string]string{"n": "5", "b": "false"})},
 	}}
 	if !reflect.DeepEqual(m, want) {
 		t.Errorf("got %+v, want %+v", m, want)
@@ -442,7 +443,7 @@ func TestAppdiscProviderURLs(t *testing.T) {
 		"c:tri":        {Name: "c", Protocol: "tri", Port: 50051},                   // other protocol
 		"d:":           {Name: "d"},                                                 // no protocol
 		"e:dubbo":      {Protocol: "dubbo"},                                         // no interface
-		"g/f:1:dubbo":  {Name: "f", Group: "g", Version: "1", Protocol: "dubbo", Params: map[string]string{"group": "", "version": "9", "interface": "f"}},
+		"g/f:1:dubbo":  {Name: "f", Group: "g", Version: "1", Protocol: "dubbo", Params: cluster.NewParams(map[string]string{"group": "", "version": "9", "interface": "f"})},
 		"nil:dubbo":    nil,
 		"h:dubbo:port": {Name: "h", Protocol: "dubbo", Port: 70000},
 	}}
@@ -487,7 +488,7 @@ func TestAppdiscProviderURLs(t *testing.T) {
 
 	// The URLs own their params.
 	urls[0].Params.Set("weight", "1")
-	if _, ok := m.Services["b:dubbo"].Params["weight"]; ok {
+	if _, ok := m.Services["b:dubbo"].Params.Lookup("weight"); ok {
 		t.Error("ProviderURLs shares params with the metadata")
 	}
 }
@@ -546,7 +547,7 @@ func appdiscCheckMetadata(t *testing.T, m *MetadataInfo, inst *Instance) {
 		t.Fatal("nil Services")
 	}
 	for k, s := range m.Services {
-		if s == nil || s.Params == nil || s.Port < 0 || s.Port > 65535 {
+		if s == nil || s.Port < 0 || s.Port > 65535 {
 			t.Fatalf("service %q: %+v", k, s)
 		}
 	}
@@ -603,7 +604,7 @@ func TestAppdiscRevisionChange(t *testing.T) {
 		t.Errorf("revisions of %s and %s: %q, %q", other.App, before.App, other.Revision, before.Revision)
 	}
 	methods := func(m *MetadataInfo) string {
-		return m.Services["org.dubbogw.interop.UserService:1.0.0:dubbo"].Params["methods"]
+		return m.Services["org.dubbogw.interop.UserService:1.0.0:dubbo"].Params.Get("methods")
 	}
 	for _, tc := range []struct {
 		in   *Instance

@@ -74,7 +74,7 @@ func TestFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	si := info.Services["com.example.Users:1.0.0:dubbo"]
-	if info.App != "users-app" || info.Revision != "r1" || si == nil || si.Port != 20880 || si.Params["methods"] != "get" {
+	if info.App != "users-app" || info.Revision != "r1" || si == nil || si.Port != 20880 || si.Params.Get("methods") != "get" {
 		t.Fatalf("metadata %+v, service %+v", info, si)
 	}
 	// An unknown revision (dubbo-go answers null) and a wrong group (an

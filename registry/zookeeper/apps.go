@@ -311,6 +311,9 @@ func (ap *apps) setInstance(a *appState, in *instanceState, data []byte, exists 
 	if inst.App == "" {
 		inst.App = a.name
 	}
+	// What selection and metadata fetches read was parsed out of these
+	// maps: 5,000 instances would keep ~1 KB of them each.
+	inst.Metadata, inst.MetadataService.Params = nil, nil
 	ap.setInst(in, inst)
 	if !inst.RevisionKnown() {
 		// Revision "0" or "N/A": the instance exports nothing (a pure

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/dubbogw/dubbogw/registry"
 	"github.com/go-zookeeper/zk"
@@ -141,7 +142,7 @@ func metadataInfo(app, revision string, services ...serviceSpec) *registry.Metad
 		}
 		maps.Copy(params, s.params)
 		m.Services[s.key()] = &registry.ServiceInfo{Name: s.iface, Group: s.group, Version: s.version, Protocol: s.proto(),
-			Port: s.port, Path: s.iface, Params: params}
+			Port: s.port, Path: s.iface, Params: cluster.NewParams(params)}
 	}
 	return m
 }
@@ -165,7 +166,7 @@ func metadataJSON(m *registry.MetadataInfo) []byte {
 		Services map[string]service `json:"services"`
 	}{App: m.App, Revision: m.Revision, Services: make(map[string]service)}
 	for k, s := range m.Services {
-		doc.Services[k] = service{s.Name, s.Group, s.Version, s.Protocol, s.Port, s.Path, s.Params}
+		doc.Services[k] = service{s.Name, s.Group, s.Version, s.Protocol, s.Port, s.Path, s.Params.Map()}
 	}
 	return mustJSON(doc)
 }
