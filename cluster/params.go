@@ -92,3 +92,9 @@ func (p Params) Compare(q Params) int {
 	}
 	return cmp.Compare(len(p.kv), len(q.kv))
 }
+
+// Shares reports whether p and q are one list, not only equal ones: a
+// registry shares the parameters of providers that have the same.
+func (p Params) Shares(q Params) bool {
+	return len(p.kv) == len(q.kv) && (len(p.kv) == 0 || &p.kv[0] == &q.kv[0])
+}

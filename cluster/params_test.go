@@ -64,3 +64,11 @@ func TestParamsCompare(t *testing.T) {
 		}
 	}
 }
+
+func TestParamsShares(t *testing.T) {
+	m := map[string]string{"a": "1"}
+	p, q := NewParams(m), NewParams(m)
+	if p.Compare(q) != 0 || p.Shares(q) || !p.Shares(p) || !(Params{}).Shares(Params{}) {
+		t.Error("Shares: equal lists made apart are not one, a list is itself")
+	}
+}

@@ -51,13 +51,22 @@ func ParseProviderURL(s string) (*ProviderURL, error) {
 // equal, "*" on the consumer side matches anything, and a consumer group may
 // list several ("a,b").
 func (p *ProviderURL) Matches(key ServiceKey) bool {
-	if p.Interface != "" && p.Interface != key.Interface {
+	return MatchesKey(key, p.Interface, p.Params.Get("group"), p.Params.Get("version"), p.Disabled())
+}
+
+// Disabled reports whether the URL says enabled=false or disabled=true.
+func (p *ProviderURL) Disabled() bool {
+	return p.Params.Get("enabled") == "false" || p.Params.Get("disabled") == "true"
+}
+
+// MatchesKey is Matches for a provider known by its interface, group,
+// version and whether it is disabled (a registry keeping those rather
+// than the URL).
+func MatchesKey(key ServiceKey, iface, group, version string, disabled bool) bool {
+	if iface != "" && iface != key.Interface || disabled {
 		return false
 	}
-	if p.Params.Get("enabled") == "false" || p.Params.Get("disabled") == "true" {
-		return false
-	}
-	return matchValue(key.Group, p.Params.Get("group"), true) && matchValue(key.Version, p.Params.Get("version"), false)
+	return matchValue(key.Group, group, true) && matchValue(key.Version, version, false)
 }
 
 func matchValue(want, got string, list bool) bool {

@@ -374,6 +374,9 @@ func (ap *apps) instanceNodes(a *appState, in *instanceState, info *registry.Met
 			continue
 		}
 		n.origin = origin
+		if e := in.meta; e != nil {
+			n.provider.Params = e.shareParams(u, n.provider.Params)
+		}
 		nodes = append(nodes, n)
 	}
 	return nodes
@@ -441,7 +444,7 @@ func (ap *apps) nodesFor(iface string, names []string) []*providerNode {
 		}
 		for _, in := range a.instances {
 			for _, n := range in.nodes {
-				if n.url.Interface == iface {
+				if n.match.Value().iface == iface {
 					nodes = append(nodes, n)
 				}
 			}

@@ -436,10 +436,10 @@ func eachOrigin(key registry.ServiceKey, nodes []*providerNode, f func(addr stri
 	var addr string
 	var o registry.ProviderOrigin
 	for _, n := range nodes {
-		if !n.url.Matches(key) {
+		if !n.matches(key) {
 			continue
 		}
-		if o.Source != "" && n.url.Addr == addr {
+		if o.Source != "" && n.addr() == addr {
 			if o.Source == registry.SourceApplication && n.origin == nil {
 				o.Source = registry.SourceBoth
 			}
@@ -448,7 +448,7 @@ func eachOrigin(key registry.ServiceKey, nodes []*providerNode, f func(addr stri
 		if o.Source != "" {
 			f(addr, o)
 		}
-		addr, o = n.url.Addr, registry.ProviderOrigin{Source: registry.SourceInterface}
+		addr, o = n.addr(), registry.ProviderOrigin{Source: registry.SourceInterface}
 		if n.origin != nil {
 			o = registry.ProviderOrigin{Source: registry.SourceApplication, App: n.origin.app, Revision: n.origin.revision}
 		}

@@ -192,7 +192,7 @@ func TestZooKeeperProviderChurn(t *testing.T) {
 		var out []string
 		for _, c := range e.children(e.nodePath(iface, "providers")) {
 			n, _ := parseProviderNode(c)
-			out = append(out, n.url.Addr)
+			out = append(out, n.addr())
 		}
 		slices.Sort(out)
 		return out

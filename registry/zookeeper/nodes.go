@@ -33,11 +33,26 @@ func validNodeName(name string) bool {
 // slices of) and not its child's name (~500 bytes; listings are compared
 // by nodeKey).
 type providerNode struct {
-	// url is the decoded URL, with only the parameters selection reads
-	// again (matchParams): the rest are in provider.
-	url      registry.ProviderURL
-	provider *cluster.Provider // as the URL says, before overrides
-	origin   *nodeOrigin       // nil for an interface-level node
+	match    unique.Handle[nodeMatch] // what selection reads of the URL: shared by a service's nodes
+	provider *cluster.Provider        // as the URL says, before overrides
+	origin   *nodeOrigin              // nil for an interface-level node
+}
+
+// nodeMatch is what a provider node is matched on after it is parsed
+// (registry.MatchesKey and override.appliesTo): the same for the nodes of
+// one service, so interned.
+type nodeMatch struct {
+	iface, group, version string
+	disabled              bool
+}
+
+// addr is the provider's host:port.
+func (n *providerNode) addr() string { return n.provider.Addr }
+
+// matches reports whether the provider serves key.
+func (n *providerNode) matches(key registry.ServiceKey) bool {
+	m := n.match.Value()
+	return registry.MatchesKey(key, m.iface, m.group, m.version, m.disabled)
 }
 
 // nodeOrigin names the application instance metadata an application-level
@@ -100,29 +115,8 @@ func newProviderNode(u *registry.ProviderURL) (*providerNode, string) {
 		return nil, err.Error()
 	}
 	p.Addr = strings.Clone(p.Addr)
-	return &providerNode{url: slimURL(u, p.Addr), provider: p}, ""
-}
-
-// matchParams are the URL parameters a provider node is matched on after
-// it is parsed: ProviderURL.Matches and override.appliesTo.
-func matchParams() [4]string { return [...]string{"group", "version", "enabled", "disabled"} }
-
-// slimURL is u with only the matchParams, its strings copied out of u's (addr is a copy of u.Addr).
-func slimURL(u *registry.ProviderURL, addr string) registry.ProviderURL {
-	slim := registry.ProviderURL{Protocol: unique.Make(u.Protocol).Value(), Addr: addr, Interface: unique.Make(u.Interface).Value()}
-	for _, k := range matchParams() {
-		if v, ok := u.Params[k]; ok {
-			if slim.Params == nil {
-				slim.Params = make(url.Values, len(matchParams()))
-			}
-			vs := make([]string, len(v))
-			for i := range v {
-				vs[i] = unique.Make(v[i]).Value()
-			}
-			slim.Params[k] = vs
-		}
-	}
-	return slim
+	match := nodeMatch{iface: u.Interface, group: u.Params.Get("group"), version: u.Params.Get("version"), disabled: u.Disabled()}
+	return &providerNode{match: unique.Make(match), provider: p}, ""
 }
 
 // speaksHessian2 reports whether a provider accepts hessian2: it names no
@@ -202,11 +196,12 @@ func parseOverrideNode(iface, name string) (*override, string) {
 
 // appliesTo reports whether o targets the provider n.
 func (o *override) appliesTo(n *providerNode) bool {
-	host, port, _ := net.SplitHostPort(n.url.Addr) // ParseProviderURL checked it
+	host, port, _ := net.SplitHostPort(n.addr()) // ParseProviderURL checked it
+	m := n.match.Value()
 	return (o.anyHost || o.host == host) &&
 		(o.port == "" || o.port == port) &&
-		matchCondition(o.version, n.url.Params.Get("version")) &&
-		matchCondition(o.group, n.url.Params.Get("group"))
+		matchCondition(o.version, m.version) &&
+		matchCondition(o.group, m.group)
 }
 
 func matchCondition(want, got string) bool { return want == "" || want == "*" || want == got }
@@ -235,7 +230,7 @@ func sortOverrides(list []*override) {
 // gateway instance.
 func sortProviderNodes(ns []*providerNode) {
 	slices.SortFunc(ns, func(a, b *providerNode) int {
-		if c := strings.Compare(a.url.Addr, b.url.Addr); c != 0 {
+		if c := strings.Compare(a.addr(), b.addr()); c != 0 {
 			return c
 		}
 		if (a.origin == nil) != (b.origin == nil) {
@@ -252,18 +247,22 @@ func sortProviderNodes(ns []*providerNode) {
 		if c := b.provider.Timestamp.Compare(a.provider.Timestamp); c != 0 {
 			return c
 		}
-		return cmp.Or(a.provider.Params.Compare(b.provider.Params), compareMatchParams(a.url.Params, b.url.Params))
+		return cmp.Or(a.provider.Params.Compare(b.provider.Params), compareMatches(a.match.Value(), b.match.Value()))
 	})
 }
 
-// compareMatchParams orders the parameters of two slim URLs.
-func compareMatchParams(a, b url.Values) int {
-	for _, k := range matchParams() {
-		if c := slices.Compare(a[k], b[k]); c != 0 {
-			return c
-		}
+// compareMatches orders what two nodes are matched on.
+func compareMatches(a, b nodeMatch) int {
+	if c := cmp.Or(strings.Compare(a.iface, b.iface), strings.Compare(a.group, b.group), strings.Compare(a.version, b.version)); c != 0 {
+		return c
 	}
-	return 0
+	switch {
+	case a.disabled == b.disabled:
+		return 0
+	case a.disabled:
+		return 1
+	}
+	return -1
 }
 
 // overridden identifies a provider as published after overrides changed
@@ -281,7 +280,7 @@ type overridden struct {
 func buildSnapshot(key registry.ServiceKey, nodes []*providerNode, overrides []*override, prev, next map[overridden]*cluster.Provider) []*cluster.Provider {
 	out := make([]*cluster.Provider, 0, len(nodes))
 	for _, n := range nodes {
-		if !n.url.Matches(key) {
+		if !n.matches(key) {
 			continue
 		}
 		weight, disabled := n.provider.Weight, false
@@ -299,7 +298,7 @@ func buildSnapshot(key registry.ServiceKey, nodes []*providerNode, overrides []*
 		if disabled {
 			continue
 		}
-		if len(out) > 0 && out[len(out)-1].Addr == n.url.Addr {
+		if len(out) > 0 && out[len(out)-1].Addr == n.addr() {
 			continue // a second URL for an address already taken
 		}
 		p := n.provider

@@ -2,7 +2,6 @@ package zookeeper
 
 import (
 	"net/url"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,7 +47,7 @@ func TestParseProviderNode(t *testing.T) {
 				t.Fatalf("usable = %v (reason %q), want %v", n != nil, reason, c.usable)
 			}
 			if c.usable {
-				if reason != "" || n.url.Addr != "10.0.0.1:20880" || n.provider.Addr != "10.0.0.1:20880" {
+				if reason != "" || n.addr() != "10.0.0.1:20880" || n.provider.Addr != "10.0.0.1:20880" {
 					t.Fatalf("parsed %+v, reason %q", n, reason)
 				}
 				return
@@ -254,23 +253,37 @@ func TestConsumerURL(t *testing.T) {
 	}
 }
 
-// TestProviderNodeKeepsOnlyMatchParams: a parsed node keeps the URL
-// parameters selection reads again (group, version, enabled, disabled),
-// and nothing else a second time: the provider holds the rest.
-func TestProviderNodeKeepsOnlyMatchParams(t *testing.T) {
-	n, reason := parseProviderNode(url.QueryEscape("dubbo://10.0.0.1:20880/com.example.A?group=g&version=1.0&disabled=false&methods=a,b&application=app&weight=5"))
-	if n == nil {
-		t.Fatal(reason)
+// TestProviderNodeMatch: a parsed node keeps what selection reads of its
+// URL (interface, group, version, disabled) interned, shared with every
+// node of the same service, and the provider holds the other parameters;
+// it matches its key as the URL does, and a disabled one none.
+func TestProviderNodeMatch(t *testing.T) {
+	parse := func(query string) *providerNode {
+		t.Helper()
+		n, reason := parseProviderNode(url.QueryEscape("dubbo://10.0.0.1:20880/com.example.A?" + query))
+		if n == nil {
+			t.Fatal(reason)
+		}
+		return n
 	}
-	want := url.Values{"group": {"g"}, "version": {"1.0"}, "disabled": {"false"}}
-	if !reflect.DeepEqual(n.url.Params, want) {
-		t.Fatalf("node URL params %v, want %v", n.url.Params, want)
+	n := parse("group=g&version=1.0&disabled=false&methods=a,b&application=app&weight=5")
+	if want := (nodeMatch{iface: "com.example.A", group: "g", version: "1.0"}); n.match.Value() != want {
+		t.Fatalf("match %+v, want %+v", n.match.Value(), want)
 	}
-	if !n.url.Matches(registry.ServiceKey{Interface: "com.example.A", Group: "g", Version: "1.0"}) {
-		t.Fatal("the slim URL no longer matches its key")
+	key := registry.ServiceKey{Interface: "com.example.A", Group: "g", Version: "1.0"}
+	if !n.matches(key) || n.matches(registry.ServiceKey{Interface: "com.example.B", Group: "g", Version: "1.0"}) {
+		t.Fatal("the node does not match as its URL does")
 	}
-	if n.provider.Params.Get("methods") != "a,b" || n.provider.Weight != 5 {
+	if n.provider.Params.Get("methods") != "a,b" || n.provider.Weight != 5 || n.addr() != "10.0.0.1:20880" {
 		t.Fatalf("provider %+v lost parameters", n.provider)
+	}
+	if other := parse("group=g&version=1.0&methods=c&pid=7"); other.match != n.match {
+		t.Error("two nodes of one service do not share their match")
+	}
+	for _, q := range []string{"group=g&version=1.0&disabled=true", "group=g&version=1.0&enabled=false"} {
+		if d := parse(q); d.matches(key) || !d.match.Value().disabled {
+			t.Errorf("%s: matches its key", q)
+		}
 	}
 }
 
