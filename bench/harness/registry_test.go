@@ -135,12 +135,8 @@ func TestRegistryGeneratorApplication(t *testing.T) {
 			if mode == modeBoth {
 				wantSource = registry.SourceBoth
 			}
-			byAddr, _ := dir.Origins()
-			if len(byAddr) != len(got) {
-				t.Errorf("origins %v, want one for each of %v", byAddr, got)
-			}
-			for a, origin := range byAddr {
-				if origin.Source != wantSource || origin.App != "scale-app-2" || origin.Revision != o.revision(2, 0) {
+			for _, a := range got {
+				if origin := dir.Origin(a); origin.Source != wantSource || origin.App != "scale-app-2" || origin.Revision != o.revision(2, 0) {
 					t.Errorf("origin of %s: %+v, want source %s, app scale-app-2, revision %s", a, origin, wantSource, o.revision(2, 0))
 				}
 			}
