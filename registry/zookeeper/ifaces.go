@@ -67,6 +67,40 @@ func (ds dirSet) without(d *registry.Directory) dirSet {
 	return slices.DeleteFunc(slices.Clone(ds), func(o *registry.Directory) bool { return o == d })
 }
 
+// diffDirs calls gone for each directory of prev not in next, then added
+// for each of next not in prev (a directory replaced for its key is
+// both). Linear in their sizes: an interface can have thousands of keys,
+// as a pass-through's clients choose group and version.
+func diffDirs(prev, next dirSet, gone, added func(*registry.Directory)) {
+	inNext, inPrev := next.contains(), prev.contains()
+	for _, d := range prev {
+		if !inNext(d) {
+			gone(d)
+		}
+	}
+	for _, d := range next {
+		if !inPrev(d) {
+			added(d)
+		}
+	}
+}
+
+// contains returns a test of membership in ds: a scan for a few
+// directories, a set for more.
+func (ds dirSet) contains() func(*registry.Directory) bool {
+	if len(ds) <= 8 {
+		return func(d *registry.Directory) bool { return slices.Contains(ds, d) }
+	}
+	set := make(map[*registry.Directory]struct{}, len(ds))
+	for _, d := range ds {
+		set[d] = struct{}{}
+	}
+	return func(d *registry.Directory) bool {
+		_, ok := set[d]
+		return ok
+	}
+}
+
 func (s *ifaceState) markStale() {
 	for _, d := range s.dirs {
 		d.MarkStale()
@@ -133,24 +167,15 @@ func (i *ifaces) reconcile(name string, want dirSet) {
 	if s == nil {
 		return
 	}
-	for _, d := range s.dirs {
-		if want.get(d.Key()) != d {
-			i.consumers.unregister(d.Key())
-		}
-	}
 	added := false
-	prev := s.dirs
-	s.dirs = want
-	for _, d := range want {
-		if prev.get(d.Key()) == d {
-			continue
-		}
+	diffDirs(s.dirs, want, func(d *registry.Directory) { i.consumers.unregister(d.Key()) }, func(d *registry.Directory) {
 		i.consumers.register(d.Key())
 		added = true
 		if s.failed || !i.session.connected && i.z.unreachable.Load() {
 			d.MarkStale()
 		}
-	}
+	})
+	s.dirs = want
 	if len(s.dirs) == 0 {
 		i.drop(s)
 		return

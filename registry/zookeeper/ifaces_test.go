@@ -286,3 +286,50 @@ func BenchmarkProviderListUpdate(b *testing.B) {
 	b.Run("parsed once", func(b *testing.B) { run(b, false) })
 	b.Run("parsed every time", func(b *testing.B) { run(b, true) })
 }
+
+// TestDiffDirs: the directories gone and added between two sets of an
+// interface, a directory replaced for its key being both, for a few
+// directories and for many (the pass-through's clients choose group and
+// version, so one interface can have thousands of keys).
+func TestDiffDirs(t *testing.T) {
+	for _, n := range []int{3, 2000} {
+		ds := &registry.Directories{}
+		dirs := make(dirSet, n)
+		for i := range dirs {
+			dirs[i] = ds.Acquire(registry.ServiceKey{Interface: testIface, Version: strconv.Itoa(i)})
+		}
+		replaced := (&registry.Directories{}).Acquire(dirs[1].Key()) // another directory for key 1
+		added := ds.Acquire(registry.ServiceKey{Interface: testIface, Group: "new"})
+		prev := dirs
+		next := append(slices.Clone(dirs[1:]), added)
+		next[0] = replaced
+		var gone, made []*registry.Directory
+		diffDirs(prev, next, func(d *registry.Directory) { gone = append(gone, d) }, func(d *registry.Directory) { made = append(made, d) })
+		if !slices.Equal(gone, []*registry.Directory{dirs[0], dirs[1]}) || !slices.Equal(made, []*registry.Directory{replaced, added}) {
+			t.Errorf("%d directories: gone %v, added %v; want keys 0 and 1 gone, 1 (replaced) and the new one added", n, keysOf(gone), keysOf(made))
+		}
+	}
+}
+
+func keysOf(ds []*registry.Directory) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Key().String())
+	}
+	return out
+}
+
+// BenchmarkDiffDirs: one subscription added to an interface with 2,048
+// live keys (the on-demand cap), what reconcile compares.
+func BenchmarkDiffDirs(b *testing.B) {
+	ds := &registry.Directories{}
+	prev := make(dirSet, 2048)
+	for i := range prev {
+		prev[i] = ds.Acquire(registry.ServiceKey{Interface: testIface, Version: strconv.Itoa(i)})
+	}
+	next := prev.with(ds.Acquire(registry.ServiceKey{Interface: testIface, Group: "new"}))
+	b.ReportAllocs()
+	for b.Loop() {
+		diffDirs(prev, next, func(*registry.Directory) {}, func(*registry.Directory) {})
+	}
+}
