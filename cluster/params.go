@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"cmp"
+	"encoding/binary"
 	"iter"
 	"maps"
 	"slices"
@@ -9,48 +10,89 @@ import (
 	"unique"
 )
 
-// Params are a provider's URL parameters other than weight, warmup and
-// timestamp, as routing rules read them. A large registry keeps them for
-// every provider it lists (half a million of them at 50,000 providers)
-// and reads them rarely, so they are compact rather than fast: one list,
-// sorted by key, of interned key-value pairs. Interning (package unique)
-// stores once what providers share (application=..., release=...,
-// side=provider...), a pointer each, and copies the strings out of the URL
-// they were parsed from, so that a provider does not keep its whole decoded
-// URL alive. The zero Params is empty.
+// Params are a provider's URL parameters other than weight, warmup,
+// timestamp and pid, as routing rules read them. A large registry keeps
+// them for every provider it lists (half a million of them at 50,000
+// providers) and reads them rarely, so they are compact rather than fast:
+// the sorted list of pairs is encoded in one string and interned (package
+// unique), so providers with the same parameters (the providers of one
+// service usually differ only in their process: pid, timestamp) hold one
+// pointer to one copy. The copy is made from the strings given, so a
+// provider does not keep the decoded URL they were sliced from alive. The
+// zero Params is empty.
 type Params struct {
-	kv []unique.Handle[param] // sorted by key
+	h unique.Handle[string] // pairs in key order, each key and value length-prefixed; zero: none
 }
-
-type param struct{ key, value string }
 
 // NewParams makes Params of m.
 func NewParams(m map[string]string) Params {
 	if len(m) == 0 {
 		return Params{}
 	}
-	kv := make([]unique.Handle[param], 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		kv = append(kv, unique.Make(param{key: k, value: m[k]}))
+	keys := slices.Sorted(maps.Keys(m))
+	n := 0
+	for _, k := range keys {
+		n += len(k) + len(m[k]) + 2*binary.MaxVarintLen64
 	}
-	return Params{kv: kv}
+	b := make([]byte, 0, n)
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(m[k])))
+		b = append(b, m[k]...)
+	}
+	return Params{h: unique.Make(string(b))}
+}
+
+// encoded is the encoding of p's pairs; "" when p is empty.
+func (p Params) encoded() string {
+	if p.h == (unique.Handle[string]{}) {
+		return ""
+	}
+	return p.h.Value()
+}
+
+// next splits the first pair off an encoding made by NewParams.
+func next(s string) (key, value, rest string) {
+	n, s := uvarint(s)
+	key, s = s[:n], s[n:]
+	n, s = uvarint(s)
+	return key, s[:n], s[n:]
+}
+
+// uvarint reads the length that starts s (binary.AppendUvarint's format).
+func uvarint(s string) (n int, rest string) {
+	var shift uint
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		n |= int(b&0x7f) << shift
+		if b < 0x80 {
+			return n, s[i+1:]
+		}
+		shift += 7
+	}
+	panic("cluster: Params encoding cut short") // NewParams made it whole
 }
 
 // Len is the number of parameters.
-func (p Params) Len() int { return len(p.kv) }
+func (p Params) Len() int {
+	n := 0
+	for s := p.encoded(); s != ""; n++ {
+		_, _, s = next(s)
+	}
+	return n
+}
 
 // Lookup returns the value of key, and whether p has it.
 func (p Params) Lookup(key string) (string, bool) {
-	lo, hi := 0, len(p.kv)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		switch kv := p.kv[m].Value(); {
-		case kv.key == key:
-			return kv.value, true
-		case kv.key < key:
-			lo = m + 1
-		default:
-			hi = m
+	for s := p.encoded(); s != ""; {
+		var k, v string
+		k, v, s = next(s)
+		switch c := strings.Compare(k, key); {
+		case c == 0:
+			return v, true
+		case c > 0:
+			return "", false
 		}
 	}
 	return "", false
@@ -65,8 +107,10 @@ func (p Params) Get(key string) string {
 // All yields the parameters in key order.
 func (p Params) All() iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
-		for _, h := range p.kv {
-			if kv := h.Value(); !yield(kv.key, kv.value) {
+		for s := p.encoded(); s != ""; {
+			var k, v string
+			k, v, s = next(s)
+			if !yield(k, v) {
 				return
 			}
 		}
@@ -83,18 +127,17 @@ func (p Params) Map() map[string]string {
 // prefix of the other): a choice between providers made by it is the same
 // in every process.
 func (p Params) Compare(q Params) int {
-	for i := 0; i < len(p.kv) && i < len(q.kv); i++ {
-		if p.kv[i] == q.kv[i] {
-			continue
-		}
-		a, b := p.kv[i].Value(), q.kv[i].Value()
-		return cmp.Or(strings.Compare(a.key, b.key), strings.Compare(a.value, b.value))
+	if p.h == q.h {
+		return 0
 	}
-	return cmp.Compare(len(p.kv), len(q.kv))
-}
-
-// Shares reports whether p and q are one list, not only equal ones: a
-// registry shares the parameters of providers that have the same.
-func (p Params) Shares(q Params) bool {
-	return len(p.kv) == len(q.kv) && (len(p.kv) == 0 || &p.kv[0] == &q.kv[0])
+	s, t := p.encoded(), q.encoded()
+	for s != "" && t != "" {
+		var a, av, b, bv string
+		a, av, s = next(s)
+		b, bv, t = next(t)
+		if c := cmp.Or(strings.Compare(a, b), strings.Compare(av, bv)); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(s), len(t))
 }

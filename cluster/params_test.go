@@ -65,10 +65,37 @@ func TestParamsCompare(t *testing.T) {
 	}
 }
 
-func TestParamsShares(t *testing.T) {
-	m := map[string]string{"a": "1"}
-	p, q := NewParams(m), NewParams(m)
-	if p.Compare(q) != 0 || p.Shares(q) || !p.Shares(p) || !(Params{}).Shares(Params{}) {
-		t.Error("Shares: equal lists made apart are not one, a list is itself")
+// TestProvidersShareParams: providers whose parameters differ only in
+// what is per process (pid, timestamp) or taken out (weight) hold one
+// copy of them; others hold their own.
+func TestProvidersShareParams(t *testing.T) {
+	provider := func(addr, pid, ts, methods string) *Provider {
+		p, err := NewProvider(addr, map[string]string{"application": "app", "methods": methods, "pid": pid, "timestamp": ts, "side": "provider"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := provider("10.0.0.1:20880", "1", "1700000000000", "a,b")
+	b := provider("10.0.0.2:20880", "2", "1700000000001", "a,b")
+	c := provider("10.0.0.3:20880", "1", "1700000000000", "a")
+	data := func(p *Provider) *byte { return unsafe.StringData(p.Params.encoded()) }
+	if data(a) != data(b) || a.Params.Compare(b.Params) != 0 {
+		t.Error("two providers of one service keep their parameters apart")
+	}
+	if data(a) == data(c) || a.Params.Compare(c.Params) == 0 {
+		t.Error("different parameters share one copy")
+	}
+	if _, ok := a.Params.Lookup("pid"); ok || a.Params.Len() != 3 {
+		t.Errorf("params %v, want application, methods and side", a.Params.Map())
+	}
+}
+
+// TestParamsEncodingIsUnambiguous: keys and values holding the bytes a
+// separator-based encoding would use cannot forge another pair.
+func TestParamsEncodingIsUnambiguous(t *testing.T) {
+	m := map[string]string{"a": "x\x00b\x00y", "b\x00": "", "": "\x80\xff", "long": strings.Repeat("v", 300)}
+	if p := NewParams(m); !maps.Equal(p.Map(), m) || p.Get("b") != "" || p.Get("") != "\x80\xff" {
+		t.Errorf("params %q, want %q", p.Map(), m)
 	}
 }

@@ -28,13 +28,15 @@ type Provider struct {
 	// Timestamp is the URL parameter timestamp (Unix milliseconds): when the
 	// provider started, from which warm-up is counted. Zero: no warm-up.
 	Timestamp time.Time
-	// Params are the other URL parameters.
+	// Params are the other URL parameters but pid.
 	Params Params
 }
 
 // NewProvider builds a Provider from a registry URL's address and
 // parameters, applying Java Dubbo's defaults (weight 100, warmup 10 min).
-// weight, warmup and timestamp are taken out of params; the rest is kept in
+// weight, warmup and timestamp are taken out of params, pid (the
+// provider's process id, which no rule reads) is dropped, and the rest is
+// kept in Params: the providers of one service then usually share one
 // Params. A parameter that is not an integer is an error naming it.
 func NewProvider(addr string, params map[string]string) (*Provider, error) {
 	p := &Provider{Addr: addr, Weight: DefaultWeight, Warmup: DefaultWarmup}
@@ -56,6 +58,7 @@ func NewProvider(addr string, params map[string]string) (*Provider, error) {
 					p.Timestamp = time.UnixMilli(n)
 				}
 			}
+		case "pid":
 		default:
 			if rest == nil {
 				rest = make(map[string]string, len(params))

@@ -374,9 +374,6 @@ func (ap *apps) instanceNodes(a *appState, in *instanceState, info *registry.Met
 			continue
 		}
 		n.origin = origin
-		if e := in.meta; e != nil {
-			n.provider.Params = e.shareParams(u, n.provider.Params)
-		}
 		nodes = append(nodes, n)
 	}
 	return nodes

@@ -14,7 +14,10 @@ import (
 // consumerNode is the gateway's registration as a consumer of one key.
 type consumerNode struct {
 	key        registry.ServiceKey
-	path       string // fixed at the first registration, re-used after a session expiry
+	// host and since make the node's name (see path), fixed at the first
+	// registration and re-used after a session expiry; since is 0 before.
+	host       string
+	since      int64 // Unix milliseconds
 	want       bool
 	registered bool
 	busy       bool // an operation is in the client (still, if the worker gave up on it)
@@ -144,20 +147,27 @@ func (cs *consumers) providersAppeared(iface string) {
 	delete(cs.waiting, iface)
 }
 
+// path is the ZooKeeper path of c's node, made when it is needed rather
+// than kept: a gateway routing thousands of services keeps thousands of
+// nodes, and the path (the escaped consumer URL) is most of one.
+func (cs *consumers) path(c *consumerNode) string {
+	u := consumerURL(c.host, c.key, cs.z.opts.Application, c.since, os.Getpid())
+	return cs.z.root + "/" + c.key.Interface + "/consumers/" + url.QueryEscape(u)
+}
+
 // startCreate starts registering the gateway as a consumer of c.key; false
 // means the client is full.
 func (cs *consumers) startCreate(c *consumerNode) bool {
-	if c.path == "" {
-		host := cs.z.opts.ConsumerHost
-		if host == "" {
+	if c.since == 0 {
+		c.host = cs.z.opts.ConsumerHost
+		if c.host == "" {
 			if h := cs.z.localHost.Load(); h != nil {
-				host = *h
+				c.host = *h
 			}
 		}
-		u := consumerURL(host, c.key, cs.z.opts.Application, time.Now().UnixMilli(), os.Getpid())
-		c.path = cs.z.root + "/" + c.key.Interface + "/consumers/" + url.QueryEscape(u)
+		c.since = time.Now().UnixMilli()
 	}
-	conn, path := cs.session.client.conn, c.path
+	conn, path := cs.session.client.conn, cs.path(c)
 	if !cs.session.start(c, func() opResult { return opResult{err: createEphemeral(conn, path)} }) {
 		return false
 	}
@@ -168,7 +178,7 @@ func (cs *consumers) startCreate(c *consumerNode) bool {
 // startDelete starts removing the gateway's consumer node of c.key; false
 // means the client is full.
 func (cs *consumers) startDelete(c *consumerNode) bool {
-	conn, path := cs.session.client.conn, c.path
+	conn, path := cs.session.client.conn, cs.path(c)
 	if !cs.session.start(c, func() opResult {
 		err := conn.Delete(path, -1)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -225,8 +235,12 @@ func (cs *consumers) moveTo(conn *zk.Conn) (map[*consumerNode]bool, error) {
 			nodes = append(nodes, c) // others: not registered, or their node goes with the old session
 		}
 	}
+	paths := make([]string, len(nodes))
+	for i, c := range nodes {
+		paths[i] = cs.path(c)
+	}
 	results, err := cs.session.callAll(len(nodes), func(i int) opResult {
-		return opResult{err: createEphemeral(conn, nodes[i].path)}
+		return opResult{err: createEphemeral(conn, paths[i])}
 	})
 	if err != nil {
 		cs.unmove(nodes)

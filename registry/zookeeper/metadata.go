@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/registry"
 	"github.com/go-zookeeper/zk"
 )
@@ -36,27 +35,6 @@ type metaEntry struct {
 	retryAt  time.Time
 	lastErr  string
 	used     time.Time // when an instance last took it
-	// params are the parameters of the providers of each service it
-	// lists (by ProviderURL.Interface, group and version): the same for
-	// every instance of the revision, so kept once for all of them.
-	params map[string]cluster.Params
-}
-
-// shareParams returns the parameters of u's service kept for the
-// revision's instances when they equal p (else p, which is kept when
-// there are none yet).
-func (e *metaEntry) shareParams(u *registry.ProviderURL, p cluster.Params) cluster.Params {
-	key := u.Interface + "\x00" + u.Params.Get("group") + "\x00" + u.Params.Get("version")
-	if kept, ok := e.params[key]; ok && kept.Compare(p) == 0 {
-		return kept
-	}
-	if e.params == nil {
-		e.params = make(map[string]cluster.Params)
-	}
-	if _, ok := e.params[key]; !ok {
-		e.params[key] = p
-	}
-	return p
 }
 
 // metaResult is what a metadata fetch returns to the worker.
