@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -147,5 +148,30 @@ func BenchmarkInvoke(b *testing.B) {
 			}
 		})
 		c.Close()
+	}
+}
+
+// TestRefusalsAllocateNothing: the errors Invoke returns without trying a
+// provider (none listed, the route's breaker open) name the route, wrap
+// their sentinel, and cost no allocation however many calls a dead route
+// takes.
+func TestRefusalsAllocateNothing(t *testing.T) {
+	c := newCluster(t, Options{Route: "users", RouteBreaker: DefaultBreakerOptions()})
+	ctx := context.Background()
+	inv := func(ctx context.Context, p *Provider) (any, error) { return nil, nil }
+	_, err := c.Invoke(ctx, nil, &Call{Method: "get"}, inv)
+	if !errors.Is(err, ErrNoProvider) || err.Error() != "route users: no provider available" {
+		t.Fatalf("no providers: %v", err)
+	}
+	for err, want := range map[error]string{&c.errRouteOpen: "route users: circuit breaker open", &c.errServiceOpen: "route users: the called service's circuit breaker open"} {
+		if !errors.Is(err, ErrBreakerOpen) || err.Error() != want {
+			t.Errorf("error %q, want %q wrapping ErrBreakerOpen", err, want)
+		}
+	}
+	if raceEnabled {
+		return // the race detector allocates
+	}
+	if allocs := testing.AllocsPerRun(200, func() { c.Invoke(ctx, nil, &Call{Method: "get"}, inv) }); allocs != 0 {
+		t.Errorf("%v allocations per call refused for want of providers", allocs)
 	}
 }

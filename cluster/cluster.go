@@ -164,8 +164,28 @@ type Cluster struct {
 	openServices atomic.Int64        // service breakers not closed, not evicted
 	closed       bool
 
-	errNoProvider, errRouteOpen, errServiceOpen error
+	// The errors Invoke returns without trying a provider, kept in the
+	// cluster so that a flood of calls to a dead route allocates nothing.
+	errNoProvider, errRouteOpen, errServiceOpen routeError
 }
+
+// routeError is a sentinel error said of a route. It is formatted when
+// read rather than when the route is made: a gateway of thousands of
+// routes would keep three formatted strings per route.
+type routeError struct {
+	c       *Cluster
+	err     error
+	service bool // the called service's breaker, not the route's
+}
+
+func (e *routeError) Error() string {
+	if e.service {
+		return "route " + e.c.route + ": the called service's " + e.err.Error()
+	}
+	return "route " + e.c.route + ": " + e.err.Error()
+}
+
+func (e *routeError) Unwrap() error { return e.err }
 
 // New returns the cluster of one route.
 func New(opts Options) (*Cluster, error) {
@@ -218,22 +238,22 @@ func New(opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster %s: service breaker: %w", opts.Route, err)
 	}
 	c := &Cluster{
-		route:          opts.Route,
-		policyName:     policyName,
-		policy:         policy,
-		stats:          stats,
-		attempts:       attempts,
-		idempotent:     opts.Idempotent,
-		classify:       opts.Classify,
-		breakerOpt:     breakerOpt,
-		now:            opts.Now,
-		log:            opts.Logger,
-		metrics:        opts.Metrics,
-		breakers:       make(map[string]*breaker),
-		errNoProvider:  fmt.Errorf("route %s: %w", opts.Route, ErrNoProvider),
-		errRouteOpen:   fmt.Errorf("route %s: %w", opts.Route, ErrBreakerOpen),
-		errServiceOpen: fmt.Errorf("route %s: the called service's %w", opts.Route, ErrBreakerOpen),
+		route:      opts.Route,
+		policyName: policyName,
+		policy:     policy,
+		stats:      stats,
+		attempts:   attempts,
+		idempotent: opts.Idempotent,
+		classify:   opts.Classify,
+		breakerOpt: breakerOpt,
+		now:        opts.Now,
+		log:        opts.Logger,
+		metrics:    opts.Metrics,
+		breakers:   make(map[string]*breaker),
 	}
+	c.errNoProvider = routeError{c: c, err: ErrNoProvider}
+	c.errRouteOpen = routeError{c: c, err: ErrBreakerOpen}
+	c.errServiceOpen = routeError{c: c, err: ErrBreakerOpen, service: true}
 	c.pool.New = func() any { return new(invocation) }
 	c.metrics.acquireRoute(c.route, policyName)
 	if breakerOpt.enabled() {
@@ -274,7 +294,7 @@ const (
 // provider to try, Invoke returns ErrNoProvider or ErrBreakerOpen at once.
 func (c *Cluster) Invoke(ctx context.Context, providers []*Provider, call *Call, inv Invoker) (any, error) {
 	if len(providers) == 0 {
-		return nil, c.errNoProvider
+		return nil, &c.errNoProvider
 	}
 	var service *breaker
 	if c.services != nil && call != nil && call.Service != "" {
@@ -289,7 +309,7 @@ func (c *Cluster) Invoke(ctx context.Context, providers []*Provider, call *Call,
 	if c.routeBreak != nil {
 		var ok bool
 		if rt, ok = c.routeBreak.allow(&clk); !ok {
-			return nil, c.errRouteOpen
+			return nil, &c.errRouteOpen
 		}
 	}
 	if service != nil {
@@ -298,7 +318,7 @@ func (c *Cluster) Invoke(ctx context.Context, providers []*Provider, call *Call,
 			if c.routeBreak != nil {
 				c.routeBreak.release(rt)
 			}
-			return nil, c.errServiceOpen // made once: a dead service's flood of calls allocates nothing here
+			return nil, &c.errServiceOpen // made once: a dead service's flood of calls allocates nothing here
 		}
 	}
 	v, o, err := c.invoke(ctx, providers, call, inv)
@@ -453,7 +473,7 @@ func (c *Cluster) unavailable(providers []*Provider, st *invocation) error {
 		}
 	}
 	if open == 0 {
-		return c.errNoProvider
+		return &c.errNoProvider
 	}
 	return fmt.Errorf("route %s: %d of %d providers have an open circuit breaker: %w", c.route, open, len(providers), ErrBreakerOpen)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/dubbogw/dubbogw/registry"
@@ -13,7 +14,7 @@ import (
 
 // consumerNode is the gateway's registration as a consumer of one key.
 type consumerNode struct {
-	key        registry.ServiceKey
+	key registry.ServiceKey
 	// host and since make the node's name (see path), fixed at the first
 	// registration and re-used after a session expiry; since is 0 before.
 	host       string
@@ -38,14 +39,15 @@ type consumers struct {
 	due set[*consumerNode]
 	// waiting are the nodes wanted whose interface has no providers node
 	// yet, by interface: out of due until it appears (providersAppeared),
-	// so that thousands of them cost nothing per step.
-	waiting map[string]map[*consumerNode]struct{}
+	// so that thousands of them cost nothing per step. A slice, not a set:
+	// an interface has a node per service key, one or a few.
+	waiting map[string][]*consumerNode
 	n       int // nodes registered
 }
 
 func newConsumers(z *Registry, s *session) *consumers {
 	return &consumers{z: z, session: s, byKey: make(map[registry.ServiceKey]*consumerNode),
-		waiting: make(map[string]map[*consumerNode]struct{})}
+		waiting: make(map[string][]*consumerNode)}
 }
 
 // setRegistered records whether c's node is registered, keeping the count
@@ -120,7 +122,7 @@ func (cs *consumers) sync(r *round, hasProviders func(iface string) bool) {
 		case !c.want:
 			delete(cs.byKey, key)
 			cs.due.remove(c)
-			delete(cs.waiting[key.Interface], c)
+			cs.unwait(c)
 		default:
 			cs.due.remove(c)
 		}
@@ -130,18 +132,28 @@ func (cs *consumers) sync(r *round, hasProviders func(iface string) bool) {
 // wait takes c out of due until its interface's providers node appears.
 func (cs *consumers) wait(c *consumerNode) {
 	cs.due.remove(c)
-	w := cs.waiting[c.key.Interface]
-	if w == nil {
-		w = make(map[*consumerNode]struct{})
+	if w := cs.waiting[c.key.Interface]; !slices.Contains(w, c) {
+		cs.waiting[c.key.Interface] = append(w, c)
+	}
+}
+
+// unwait forgets c's wait, if any.
+func (cs *consumers) unwait(c *consumerNode) {
+	w, ok := cs.waiting[c.key.Interface]
+	if !ok {
+		return
+	}
+	if w = slices.DeleteFunc(w, func(d *consumerNode) bool { return d == c }); len(w) == 0 {
+		delete(cs.waiting, c.key.Interface)
+	} else {
 		cs.waiting[c.key.Interface] = w
 	}
-	w[c] = struct{}{}
 }
 
 // providersAppeared says that interface iface's providers node exists:
 // its consumer nodes waiting for it are due.
 func (cs *consumers) providersAppeared(iface string) {
-	for c := range cs.waiting[iface] {
+	for _, c := range cs.waiting[iface] {
 		cs.check(c)
 	}
 	delete(cs.waiting, iface)

@@ -136,4 +136,23 @@ func TestConsumersWaitingCostNothing(t *testing.T) {
 	if !cs.due.has(cs.byKey[registry.ServiceKey{Interface: "com.example.NoProviders7"}]) || cs.due.len() != 1 || len(cs.waiting) != 999 {
 		t.Fatalf("after its providers node appeared: %d due, %d waiting; want NoProviders7 due", cs.due.len(), len(cs.waiting))
 	}
+	// A second key of a waiting interface waits beside the first, once
+	// however often it is looked at; unwanted, each is forgotten, and the
+	// interface with its last. (These looks find no providers node
+	// anywhere, so NoProviders7 waits again.)
+	grouped := registry.ServiceKey{Interface: "com.example.NoProviders8", Group: "g"}
+	cs.register(grouped)
+	cs.sync(&round{now: time.Now()}, func(string) bool { return false })
+	cs.check(cs.byKey[grouped])
+	cs.sync(&round{now: time.Now()}, func(string) bool { return false })
+	if w := cs.waiting["com.example.NoProviders8"]; len(w) != 2 {
+		t.Fatalf("NoProviders8 waits with %d nodes, want 2", len(w))
+	}
+	for _, k := range []registry.ServiceKey{grouped, {Interface: "com.example.NoProviders8"}} {
+		cs.unregister(k)
+	}
+	cs.sync(&round{now: time.Now()}, func(string) bool { return false })
+	if _, ok := cs.waiting["com.example.NoProviders8"]; ok || len(cs.waiting) != 999 || len(cs.byKey) != 999 {
+		t.Fatalf("after unregistering NoProviders8's keys: %d interfaces waiting, %d nodes; want 999 and 999", len(cs.waiting), len(cs.byKey))
+	}
 }
