@@ -89,7 +89,8 @@ type Gateway struct {
 	startCfg              *config.Config
 	writeTimeout          time.Duration // server.write_timeout, fixed at Start
 	started               time.Time     // New's, for the uptime
-	reloads               reloadLog     // for /admin/summary
+	build                 observe.BuildInfo
+	reloads               reloadLog // for /admin/summary
 }
 
 // New loads the configuration and builds the first route table. Nothing
@@ -101,7 +102,7 @@ func New(opts Options) (*Gateway, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	g := &Gateway{opts: opts, log: opts.Logger, registry: opts.Registry, stop: make(chan struct{}), started: time.Now()}
+	g := &Gateway{opts: opts, log: opts.Logger, registry: opts.Registry, stop: make(chan struct{}), started: time.Now(), build: observe.Build()}
 	g.metrics = newMetrics(g.registry,
 		func() float64 {
 			if g.ready.Load() {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"maps"
 	"net/http"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/dubbogw/dubbogw/admission"
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/dubboroute"
-	"github.com/dubbogw/dubbogw/observe"
 	"github.com/dubbogw/dubbogw/redisclient"
 	"github.com/dubbogw/dubbogw/registry"
 )
@@ -26,6 +24,7 @@ import (
 // registry knows (TestAdminSummaryDoesNotGrowWithProviders).
 type summaryView struct {
 	Version   string    `json:"version"`
+	Revision  string    `json:"revision,omitempty"`
 	GoVersion string    `json:"go_version"`
 	Started   time.Time `json:"started"`
 	Uptime    float64   `json:"uptime_seconds"`
@@ -153,7 +152,7 @@ func (g *Gateway) summary(now time.Time) summaryView {
 	t := g.table.Load()
 	ready := g.readiness(t)
 	s := summaryView{
-		Version: observe.Version, GoVersion: runtime.Version(),
+		Version: g.build.Version, Revision: g.build.Revision, GoVersion: g.build.GoVersion,
 		Started: g.started, Uptime: now.Sub(g.started).Seconds(),
 		Status: ready.status, Ready: ready.ok, Pending: len(ready.pending),
 		Reload:     g.reloads.view(),

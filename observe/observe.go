@@ -8,16 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime/debug"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
-
-// Version is the gateway's version, set at build time with
-// -ldflags "-X github.com/dubbogw/dubbogw/observe.Version=v1.2.3".
-var Version = "dev"
 
 // ParseLevel turns debug, info, warn or error into a slog level.
 func ParseLevel(s string) (slog.Level, error) {
@@ -50,21 +45,18 @@ func NewLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, *slo
 }
 
 // NewRegistry returns a registry with Go runtime, process and build-info
-// collectors (dubbogw_build_info{version,goversion}).
+// collectors (dubbogw_build_info{version,revision,goversion}).
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	goVersion := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		goVersion = bi.GoVersion
-	}
+	b := Build()
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "dubbogw_build_info",
 		Help:        "Build information; the value is always 1.",
-		ConstLabels: prometheus.Labels{"version": Version, "goversion": goVersion},
+		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision, "goversion": b.GoVersion},
 	})
 	info.Set(1)
 	reg.MustRegister(info)

@@ -40,8 +40,6 @@ flags:
 // java.util.List, object → java.util.Map (or its "class").
 func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, invokeUsage); fs.PrintDefaults() }
 	addr := fs.String("addr", "", "provider address host:port")
 	regURL := fs.String("registry", "", "find the provider in ZooKeeper: zookeeper://host:port[,host:port][/root]")
 	version := fs.String("version", "", "service version")
@@ -50,8 +48,8 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 3*time.Second, "call timeout")
 	typed := fs.Bool("typed", false, "send a typed call (real method name and descriptor) instead of generic $invoke")
 	keepClass := fs.Bool("keep-class", false, "keep the \"class\" keys of generic results")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseCommand(fs, invokeUsage, args, stdout, stderr); done {
+		return code
 	}
 	if (*addr == "") == (*regURL == "") || fs.NArg() < 1 {
 		fs.Usage()

@@ -3,8 +3,10 @@
 //
 //	dubbogw run --config FILE [--listen ADDR] [--admin-listen ADDR] [--log-level LEVEL] [--log-format FORMAT]
 //	dubbogw validate --config FILE
-//	dubbogw invoke --addr HOST:PORT [--types T1,T2] INTERFACE.METHOD [JSON_ARG ...]
+//	dubbogw invoke (--addr HOST:PORT | --registry URL) [--types T1,T2] [--version V] [--group G]
+//	               [--timeout D] [--typed] [--keep-class] INTERFACE.METHOD [JSON_ARG ...]
 //	dubbogw version
+//	dubbogw COMMAND --help
 //
 // Flags override the DUBBOGW_* environment variables, which override the file.
 package main
@@ -18,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/gateway"
@@ -30,9 +33,10 @@ const usage = `dubbogw: an API gateway for HTTP clients calling Dubbo and HTTP s
 usage:
   dubbogw run --config FILE [flags]   run the gateway
   dubbogw validate --config FILE      check a configuration; exit 0 when valid
-  dubbogw invoke --addr HOST:PORT IFACE.METHOD [JSON_ARG ...]
+  dubbogw invoke (--addr HOST:PORT | --registry zookeeper://HOST:PORT[/ROOT]) [flags] IFACE.METHOD [JSON_ARG ...]
                                       call a Dubbo method, print the result as JSON
-  dubbogw version                     print the version
+  dubbogw version                     print the version and what the build says of it
+  dubbogw COMMAND --help              the command's usage and every flag
 
 run flags (override DUBBOGW_LISTEN, DUBBOGW_ADMIN_LISTEN, DUBBOGW_LOG_LEVEL, DUBBOGW_LOG_FORMAT and the file):
   --listen ADDR        data-plane listener, e.g. :8080
@@ -58,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "invoke":
 		return cmdInvoke(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "dubbogw", observe.Version)
+		fmt.Fprint(stdout, observe.Build())
 		return 0
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
@@ -68,30 +72,79 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// secondSignalAfter is how long after the signal that started a drain
+// another stops the process at once; one sooner is the same request.
+const secondSignalAfter = time.Second
+
 // overrides are the flag values that beat the environment and the file.
 type overrides struct {
 	configPath, listen, adminListen, logLevel, logFormat string
 }
 
-func parseFlags(name string, args []string, stderr io.Writer, withRunFlags bool) (*overrides, bool) {
-	o := &overrides{}
+// parseCommand parses a subcommand's flags. Usage is fs's text before
+// the flag list. -h, -help and --help print the usage and the flags to
+// stdout: done with code 0; a bad flag prints the problem and the usage to
+// stderr: done with code 2.
+func parseCommand(fs *flag.FlagSet, usage string, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	printUsage := func(w io.Writer) {
+		fmt.Fprint(w, usage)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+	fs.Usage = func() {} // printed below, to the stream the case calls for
+	fs.SetOutput(stderr) // the flag package's own message for a bad flag
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printUsage(stdout)
+		return 0, true
+	case err != nil:
+		printUsage(stderr)
+		return 2, true
+	}
+	fs.Usage = func() { printUsage(stderr) }
+	return 0, false
+}
+
+const runUsage = `usage: dubbogw run --config FILE [--listen ADDR] [--admin-listen ADDR] [--log-level LEVEL] [--log-format FORMAT]
+
+Runs the gateway. Flags override the DUBBOGW_LISTEN, DUBBOGW_ADMIN_LISTEN,
+DUBBOGW_LOG_LEVEL and DUBBOGW_LOG_FORMAT environment variables, which
+override the file. SIGHUP reloads the file; SIGTERM or SIGINT drains and
+stops (a second one, a second or more later, stops at once).
+
+flags:
+`
+
+const validateUsage = `usage: dubbogw validate --config FILE
+
+Checks a configuration as run would load it (file, then environment) and
+exits 0 when it is valid, 1 with the problems when it is not.
+
+flags:
+`
+
+func parseFlags(name string, args []string, stdout, stderr io.Writer, withRunFlags bool) (o *overrides, code int, done bool) {
+	o = &overrides{}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&o.configPath, "config", "", "configuration file (YAML)")
+	usage := validateUsage
 	if withRunFlags {
-		fs.StringVar(&o.listen, "listen", "", "data-plane listener address")
-		fs.StringVar(&o.adminListen, "admin-listen", "", "admin listener address")
+		usage = runUsage
+		fs.StringVar(&o.listen, "listen", "", "data-plane listener address, e.g. :8080")
+		fs.StringVar(&o.adminListen, "admin-listen", "", "admin listener address, e.g. 127.0.0.1:9090")
 		fs.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error")
 		fs.StringVar(&o.logFormat, "log-format", "", "json or text")
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, false
+	if code, done := parseCommand(fs, usage, args, stdout, stderr); done {
+		return nil, code, true
 	}
 	if o.configPath == "" || fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "dubbogw %s: --config FILE is required and takes no other arguments\n", name)
-		return nil, false
+		fmt.Fprintf(stderr, "dubbogw %s: --config FILE is required and takes no other arguments\n\n", name)
+		fs.Usage()
+		return nil, 2, true
 	}
-	return o, true
+	return o, 0, false
 }
 
 // load reads the file and applies the environment, then the flags.
@@ -119,9 +172,9 @@ func (o *overrides) load() (*config.Config, error) {
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
-	o, ok := parseFlags("validate", args, stderr, false)
-	if !ok {
-		return 2
+	o, code, done := parseFlags("validate", args, stdout, stderr, false)
+	if done {
+		return code
 	}
 	cfg, err := o.load()
 	if err == nil {
@@ -139,9 +192,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
-	o, ok := parseFlags("run", args, stderr, true)
-	if !ok {
-		return 2
+	o, code, done := parseFlags("run", args, stdout, stderr, true)
+	if done {
+		return code
 	}
 	cfg, err := o.load()
 	if err != nil {
@@ -188,7 +241,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			_ = g.Reload(ctx)
 			continue
 		}
-		logger.Info("signal received; shutting down gracefully (send it again to stop at once)", "signal", sig.String())
+		logger.Info("signal received; shutting down gracefully (send it again, a second or more later, to stop at once)", "signal", sig.String())
+		first := time.Now()
 		done := make(chan error, 1)
 		go func() { done <- g.Shutdown(ctx) }()
 		for {
@@ -199,7 +253,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 				}
 				return 0
 			case sig := <-signals:
-				if sig != syscall.SIGHUP {
+				switch {
+				case sig == syscall.SIGHUP:
+				case time.Since(first) < secondSignalAfter:
+					// A process manager that signals the process and its
+					// group delivers the same signal twice at once: that
+					// is one request to drain, not two.
+					logger.Info("repeated signal ignored: already draining", "signal", sig.String())
+				default:
 					logger.Warn("second signal: exiting without draining", "signal", sig.String())
 					return 1
 				}

@@ -77,14 +77,72 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestVersionAndUsage(t *testing.T) {
-	if code, out, _ := runCLI(t, "version"); code != 0 || !strings.HasPrefix(out, "dubbogw ") {
+	code, out, _ := runCLI(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "dubbogw (devel)\n") || !strings.Contains(out, "  go        go1.") {
 		t.Errorf("version: %d %q", code, out)
+	}
+	// Built from this checkout with VCS stamping (go build's default;
+	// this machine's GOFLAGS may turn it off): the revision is the commit
+	// checked out, when git can say (a source archive has none).
+	if head, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		stamped := filepath.Join(t.TempDir(), "dubbogw")
+		if b, err := exec.Command("go", "build", "-buildvcs=true", "-o", stamped, ".").CombinedOutput(); err != nil {
+			t.Fatalf("go build -buildvcs=true: %v\n%s", err, b)
+		}
+		out, err := exec.Command(stamped, "version").Output()
+		if want := "  revision  " + strings.TrimSpace(string(head)); err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("version %q (%v) lacks %q", out, err, want)
+		}
 	}
 	if code, _, errOut := runCLI(t, "frobnicate"); code != 2 || !strings.Contains(errOut, "unknown command") {
 		t.Errorf("unknown command: %d %q", code, errOut)
 	}
 	if code, _, errOut := runCLI(t, "run"); code != 2 || !strings.Contains(errOut, "--config") {
 		t.Errorf("run without config: %d %q", code, errOut)
+	}
+}
+
+// TestHelp: --help (and -h, -help) on every command prints its usage and
+// every flag to stdout and exits 0; the README's synopsis names every
+// flag.
+func TestHelp(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, synopsis, _ := strings.Cut(string(readme), "## Command line")
+	synopsis, _, _ = strings.Cut(synopsis, "\n```\n\n")
+	flags := map[string][]string{
+		"run":      {"config", "listen", "admin-listen", "log-level", "log-format"},
+		"validate": {"config"},
+		"invoke":   {"addr", "registry", "types", "version", "group", "timeout", "typed", "keep-class"},
+	}
+	for cmd, names := range flags {
+		for _, help := range []string{"--help", "-h", "-help"} {
+			code, out, errOut := runCLI(t, cmd, help)
+			if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage: dubbogw "+cmd) {
+				t.Errorf("%s %s: exit %d, stdout %q, stderr %q", cmd, help, code, out, errOut)
+				continue
+			}
+			for _, f := range names {
+				if !strings.Contains(out, "\n  -"+f+" ") && !strings.Contains(out, "\n  -"+f+"\n") {
+					t.Errorf("%s %s does not list -%s:\n%s", cmd, help, f, out)
+				}
+			}
+		}
+		for _, f := range names {
+			if !strings.Contains(synopsis, "--"+f) {
+				t.Errorf("the README's synopsis lacks %s --%s", cmd, f)
+			}
+		}
+	}
+	// A bad flag is a usage error: the problem and the usage on stderr, 2.
+	if code, out, errOut := runCLI(t, "run", "--no-such-flag"); code != 2 || out != "" ||
+		!strings.Contains(errOut, "no-such-flag") || !strings.Contains(errOut, "usage: dubbogw run") {
+		t.Errorf("run --no-such-flag: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "help"); code != 0 || !strings.Contains(out, "--registry") {
+		t.Errorf("help: exit %d, %q", code, out)
 	}
 }
 
@@ -204,6 +262,19 @@ func (p *proc) addrOf(t *testing.T, listener string) string {
 			t.Fatalf("no %s listener logged", listener)
 		}
 	}
+}
+
+// loggedAt is the time of the first line logging msg (zero if none).
+func (p *proc) loggedAt(msg string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.lines {
+		if l["msg"] == msg {
+			at, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(l["time"]))
+			return at
+		}
+	}
+	return time.Time{}
 }
 
 func (p *proc) logged(msg string) bool {
@@ -504,6 +575,63 @@ routes:
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	if err := waitExit(t, p); err != nil {
 		t.Errorf("exit: %v", err)
+	}
+}
+
+// TestRepeatedSignal: a second SIGTERM within a second of the first (a
+// process manager signalling the process and its group) is the same
+// request to drain: the process drains and exits 0. One sent a second or
+// more later, while draining, stops the process at once, exit 1.
+func TestRepeatedSignal(t *testing.T) {
+	cfg := writeConfig(t, `
+listen: "127.0.0.1:0"
+admin: {listen: "127.0.0.1:0"}
+access_log: {enabled: false}
+shutdown: {delay: 3s}
+upstreams:
+  u: {targets: [{url: "http://127.0.0.1:1"}]}
+routes:
+  - {name: r, match: {prefix: /}, upstream: u}
+`)
+	start := func() *proc {
+		p := startBinary(t, nil, "run", "--config", cfg)
+		waitReady(t, p.addrOf(t, "admin"))
+		return p
+	}
+	const draining = "signal received; shutting down gracefully (send it again, a second or more later, to stop at once)"
+	// Two signals sent together are often one for the kernel (a pending
+	// signal is not queued twice), so the second is sent once the first
+	// was taken: at once, judged only when it went within 300 ms of the
+	// first being logged (the process has the rest of the second).
+	judged := false
+	for attempt := 0; attempt < 3 && !judged; attempt++ {
+		p := start()
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		testenv.WaitFor(t, 10*time.Second, "the drain logged", func() bool { return p.logged(draining) })
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		sent := time.Now()
+		err := waitExit(t, p)
+		if at := p.loggedAt(draining); sent.Sub(at) > 300*time.Millisecond {
+			t.Logf("attempt %d: the second signal went %v after the first was logged; not judged", attempt, sent.Sub(at))
+			continue
+		}
+		judged = true
+		if err != nil || !p.logged("repeated signal ignored: already draining") {
+			t.Errorf("a second signal at once: %v, repeat logged %v; want a drain, exit 0", err, p.logged("repeated signal ignored: already draining"))
+		}
+	}
+	if !judged {
+		t.Fatal("no attempt sent the second signal within 300 ms of the first")
+	}
+
+	p := start()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	testenv.WaitFor(t, 10*time.Second, "the drain logged", func() bool { return p.logged(draining) })
+	time.Sleep(1500 * time.Millisecond) // past secondSignalAfter, inside the 3 s delay
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	var exit *exec.ExitError
+	if err := waitExit(t, p); !errors.As(err, &exit) || exit.ExitCode() != 1 || !p.logged("second signal: exiting without draining") {
+		t.Errorf("a second signal 1.5 s later: %v, want exit 1 without draining", err)
 	}
 }
 
