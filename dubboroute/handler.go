@@ -387,7 +387,6 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		exchange.WriteBodyError(w, r, err)
 	case errors.Is(err, errBudget):
 		h.refuse(r, err.Error())
-		w.Header().Set("Retry-After", "1")
 		exchange.Fail(w, r, exchange.CodeShed, "route "+h.route+" "+err.Error()+"; retry later")
 	case errors.As(err, &ae):
 		h.refuse(r, ae.msg)

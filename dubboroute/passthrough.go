@@ -218,7 +218,6 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 		exchange.Fail(w, r, exchange.CodeNoProvider, "no provider for "+key.String())
 		return
 	case err != nil:
-		w.Header().Set("Retry-After", "1")
 		exchange.Fail(w, r, exchange.CodeSubscribeLimit,
 			"cannot subscribe to "+key.String()+" now: "+err.Error()+"; retry later")
 		return

@@ -80,8 +80,10 @@ func Fail(w http.ResponseWriter, r *http.Request, code, message string) {
 //
 //	{"error": {"code": "...", "message": "...", "route": "...", "request_id": "..."}}
 //
-// and records code in the request's Info. It must be called before anything
-// else was written to w.
+// and records code in the request's Info. A 503 (every one of them is
+// transient: no provider yet, shed, a breaker open, draining, ...) carries
+// Retry-After: 1 unless the caller set a Retry-After of its own. It must be
+// called before anything else was written to w.
 func WriteError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
 	info := From(r.Context())
 	var route, id string
@@ -107,6 +109,9 @@ func WriteError(w http.ResponseWriter, r *http.Request, status int, code, messag
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
+	if status == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
+		h.Set("Retry-After", "1")
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"testing"
@@ -48,5 +49,27 @@ func TestEveryCodeHasItsDocumentedStatus(t *testing.T) {
 	}
 	if seen < 20 {
 		t.Fatalf("found %d codes in errors.go; the parse is wrong", seen)
+	}
+}
+
+// TestUnavailableCarriesRetryAfter: every 503 the gateway makes tells the
+// client when to retry, NO_PROVIDER included; a Retry-After the caller
+// chose stands; other statuses carry none.
+func TestUnavailableCarriesRetryAfter(t *testing.T) {
+	for _, c := range []struct {
+		code, preset, want string
+	}{
+		{CodeNoProvider, "", "1"}, {CodeShed, "", "1"}, {CodeDraining, "", "1"},
+		{CodeAuthUnavailable, "", "1"}, {CodeBreakerOpen, "7", "7"},
+		{CodeTimeout, "", ""}, {CodeBadRequest, "", ""},
+	} {
+		w := httptest.NewRecorder()
+		if c.preset != "" {
+			w.Header().Set("Retry-After", c.preset)
+		}
+		Fail(w, httptest.NewRequest("GET", "/", nil), c.code, "x")
+		if got := w.Header().Get("Retry-After"); got != c.want {
+			t.Errorf("%s: Retry-After %q, want %q", c.code, got, c.want)
+		}
 	}
 }

@@ -185,9 +185,9 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 	return rt.metrics
 }
 
-// shed refuses a request at once with 503 SHED and Retry-After.
+// shed refuses a request at once with 503 SHED (and Retry-After, as
+// every 503).
 func shed(w http.ResponseWriter, r *http.Request, msg string) {
-	w.Header().Set("Retry-After", "1")
 	exchange.Fail(w, r, exchange.CodeShed, msg)
 }
 

@@ -166,7 +166,6 @@ func (h *handler) storeFailed(w http.ResponseWriter, r *http.Request, err error)
 	}
 	h.m.outcomes[why].Inc()
 	h.log.Debug("token store failed", "error", err)
-	w.Header().Set("Retry-After", "1")
 	exchange.Fail(w, r, exchange.CodeAuthUnavailable, "the token store is unavailable; retry later")
 }
 
