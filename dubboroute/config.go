@@ -521,6 +521,8 @@ func validateParams(at config.At, params []Param, routeParams []string) {
 		pat := at.Index(i)
 		if strings.TrimSpace(p.Type) == "" {
 			pat.Field("type").Errorf("required: the parameter's Java type, e.g. java.lang.String, int, com.example.User")
+		} else if problem := javaTypeProblem(p.Type); problem != "" {
+			pat.Field("type").Errorf("%q %s", p.Type, problem)
 		}
 		if !slices.Contains(paramSources, p.From) {
 			pat.Field("from").Errorf("unknown source %q (known: %s)", p.From, strings.Join(paramSources, ", "))

@@ -28,3 +28,18 @@ func TestListOrOne(t *testing.T) {
 		}
 	}
 }
+
+func TestJavaTypeProblem(t *testing.T) {
+	for _, ok := range []string{"int", "int[]", "java.lang.String", "java.lang.String[][]", "com.example.User",
+		"java.util.List<com.example.Item>", "java.util.Map<java.lang.String, java.util.List<com.example.Item>>",
+		"java.util.List<?>", "[I", "[Ljava.lang.String;"} {
+		if p := javaTypeProblem(ok); p != "" {
+			t.Errorf("%q: %s", ok, p)
+		}
+	}
+	for _, bad := range []string{"String", "Integer[]", "java.util.List<String>", "User", "", "<>", "a-b", "[Lfoo", "java..lang.String"} {
+		if javaTypeProblem(bad) == "" {
+			t.Errorf("%q passes", bad)
+		}
+	}
+}
