@@ -92,6 +92,18 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 			degraded = append(degraded, msg+"; serving the last known providers")
 		}
 	}
+	if g.redis != nil {
+		// Still ready: a Redis outage must not take every instance out of
+		// the load balancer (seed 003); the routes that need it follow
+		// their own policy (auth's on_store_error, the limits' fallback).
+		if st := g.redis.State(); !st.Connected || st.Breaker != "closed" {
+			state := "disconnected"
+			if st.Connected {
+				state = "breaker " + st.Breaker
+			}
+			degraded = append(degraded, "redis: "+state+"; routes that need it follow their on_store_error policy")
+		}
+	}
 	if len(degraded) > 0 {
 		body["degraded"] = degraded
 	}

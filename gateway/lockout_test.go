@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,6 +177,12 @@ func TestNoLockoutWhenRedisStallsOrDies(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 
 	redis.Stop()
+	// Still ready (an outage of Redis must not take the instance out of
+	// its load balancer), and /readyz says what is degraded.
+	testenv.WaitFor(t, 5*time.Second, "/readyz naming Redis as degraded", func() bool {
+		r := do(t, "GET", g.admin+"/readyz", nil)
+		return r.status == 200 && strings.Contains(r.body, `"redis: disconnected; routes that need it follow their on_store_error policy"`)
+	})
 	time.Sleep(5 * time.Second)
 	unknown("killed")
 	time.Sleep(5 * time.Second)
@@ -198,6 +205,10 @@ func TestNoLockoutWhenRedisStallsOrDies(t *testing.T) {
 	if took := time.Since(back); took > time.Second {
 		t.Errorf("a new token worked %s after Redis answered again, want within 1s", took)
 	}
+	testenv.WaitFor(t, 5*time.Second, "/readyz no longer naming Redis", func() bool {
+		r := do(t, "GET", g.admin+"/readyz", nil)
+		return r.status == 200 && !strings.Contains(r.body, "redis")
+	})
 	time.Sleep(500 * time.Millisecond)
 	for i, p := range pollers {
 		ok, all, statuses := p.end()
