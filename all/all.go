@@ -1,7 +1,7 @@
 // Package all registers every kind the configuration can name: filters
 // (filter/all), route kinds and sections (proxy: upstream routes and
-// upstreams:; dubboroute: dubbo routes and dubbo:) and registry types
-// (registry: static; registry/zookeeper). A program that reads
+// upstreams:; dubboroute: dubbo routes and dubbo:; servertls: tls:) and
+// registry types (registry: static; registry/zookeeper). A program that reads
 // configurations imports it for its side effects; adding a kind is its
 // package and one line here.
 package all
@@ -12,4 +12,5 @@ import (
 	_ "github.com/dubbogw/dubbogw/proxy"              // route kind upstream, section upstreams
 	_ "github.com/dubbogw/dubbogw/registry"           // registry type static
 	_ "github.com/dubbogw/dubbogw/registry/zookeeper" // registry type zookeeper
+	_ "github.com/dubbogw/dubbogw/servertls"          // section tls
 )

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -158,7 +160,8 @@ func defaultFilters(fs []Filter) {
 	}
 }
 
-// IdentitySource is implemented by the FilterSpec of a filter that tells
+// IdentitySource is implemented by the FilterSpec of a filter (or a
+// Section: the TLS listener's client certificate subject) that tells
 // upstreams who the client is. What it sets, no client and no route may:
 // the gateway removes those headers from every request as it enters, and
 // a Dubbo route cannot set those attachments itself.
@@ -182,6 +185,11 @@ func identityOf(c *Config, f func(IdentitySource)) {
 		}
 	}
 	each(c.DefaultFilters)
+	for _, key := range slices.Sorted(maps.Keys(c.Sections)) {
+		if s, ok := c.Sections[key].(IdentitySource); ok {
+			f(s)
+		}
+	}
 	for _, rt := range c.Routes {
 		if rt != nil {
 			each(rt.Filters)

@@ -92,7 +92,7 @@ func validate(c *Config) problems {
 	}
 
 	for i, h := range s.IdentityHeaders {
-		if err := checkIdentityHeader(h, c.RequestID.Header); err != nil {
+		if err := CheckIdentityHeader(h, c.RequestID.Header); err != nil {
 			ps.add(indexPath("server.identity_headers", i), 0, "%v", err)
 		}
 	}
@@ -446,8 +446,10 @@ var notIdentity = []string{"host", "content-length", "content-type", "transfer-e
 	"keep-alive", "te", "trailer", "upgrade", "authorization", "proxy-authorization", "cookie",
 	"x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "forwarded"}
 
-// checkIdentityHeader checks one server.identity_headers entry.
-func checkIdentityHeader(name, requestIDHeader string) error {
+// CheckIdentityHeader checks a header named as carrying who the client is
+// (a server.identity_headers entry, or one a filter or the TLS listener
+// sets): the gateway removes it from every request as it enters.
+func CheckIdentityHeader(name, requestIDHeader string) error {
 	if err := CheckHeaderName(name); err != nil {
 		return err
 	}

@@ -80,9 +80,12 @@ type Gateway struct {
 	stop     chan struct{} // closed by Shutdown: ends background goroutines
 
 	data, admin, demoHTTP *http.Server
+	dataTLS               *http.Server // nil without a tls: listener
 	demoDubbo             *provider.Server
 	dubbo                 *dubbo.Client
 	dataLn, adminLn       net.Listener
+	tlsLn                 net.Listener
+	connCounts            *connCounts // the connection caps' counts, both data listeners
 	hijacked              connSet
 	conns                 connStates         // the data plane's connections, for the drain
 	edgeLog               observe.LogSampler // bounds the log lines of refused requests
@@ -102,7 +105,8 @@ func New(opts Options) (*Gateway, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	g := &Gateway{opts: opts, log: opts.Logger, registry: opts.Registry, stop: make(chan struct{}), started: time.Now(), build: observe.Build()}
+	g := &Gateway{opts: opts, log: opts.Logger, registry: opts.Registry, stop: make(chan struct{}), started: time.Now(), build: observe.Build(),
+		connCounts: newConnCounts()}
 	g.metrics = newMetrics(g.registry,
 		func() float64 {
 			if g.ready.Load() {
@@ -275,6 +279,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 	}
 	g.serveBackground("data", g.data, g.dataLn)
+	if err := g.startTLS(ctx, &lc, cfg); err != nil {
+		return err
+	}
 
 	if cfg.Reload.Watch && g.opts.WatchPath != "" {
 		g.bg.Add(1)
@@ -431,6 +438,9 @@ func restartOnly(old, cfg *config.Config) []string {
 	if !listenerLimitsEqual(old.Server, cfg.Server) {
 		out = append(out, "server (write_timeout, max_connections, max_connections_per_ip, max_concurrent_streams)")
 	}
+	if !reflect.DeepEqual(tlsListener(old), tlsListener(cfg)) {
+		out = append(out, "tls (listen, certificates and client auth; the certificate and CA files are reloaded on change, client_subject_header does apply)")
+	}
 	if old.Reload != cfg.Reload {
 		out = append(out, "reload")
 	}
@@ -488,9 +498,12 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			grace = cfg.Shutdown.IdleGrace.D()
 		}
 		g.conns.waitIdleGrace(dctx, grace)
-		if err := g.data.Shutdown(dctx); err != nil {
+		if err := g.shutdownData(dctx); err != nil {
 			g.log.Warn("drain deadline passed; closing remaining connections", "in_flight", g.inFlight.Load())
 			_ = g.data.Close()
+			if g.dataTLS != nil {
+				_ = g.dataTLS.Close()
+			}
 			errs = append(errs, fmt.Errorf("draining: %w", err))
 		}
 		// Upgraded (WebSocket) connections are not tracked by Shutdown: give

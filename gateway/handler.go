@@ -39,6 +39,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info.ClientIP, info.TrustedPeer = exchange.ClientIP(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), t.trusted)
 	// Then, before anything sets a header: hop-by-hop and identity headers out.
 	g.cleanHeaders(t, r)
+	clientSubject(t, r)
 	info.RequestID = requestid.Pick(r.Header.Get(t.reqIDHeader), t.trustReqID)
 	r.Header.Set(t.reqIDHeader, info.RequestID)
 	w.Header().Set(t.reqIDHeader, info.RequestID)

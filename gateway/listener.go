@@ -55,21 +55,29 @@ type limitListener struct {
 	log                *slog.Logger
 	open               prometheus.Gauge
 	rejected           [2]prometheus.Counter // per_ip, total
-
-	mu    sync.Mutex
-	total int
-	perIP map[netip.Prefix]int
+	counts             *connCounts           // shared by the plain and the TLS listener
 
 	lastLog  atomic.Int64 // unix nanoseconds of the last warning
 	unlogged atomic.Int64 // refusals since
 }
 
-func newLimitListener(ln net.Listener, maxTotal, maxPerIP int, writeSlack time.Duration, exempt func(netip.Addr) bool, m *metrics, log *slog.Logger) *limitListener {
+// connCounts are the open connections the caps count: one set for the
+// gateway, so that a client's connections to the plain and the TLS
+// listener count together.
+type connCounts struct {
+	mu    sync.Mutex
+	total int
+	perIP map[netip.Prefix]int
+}
+
+func newConnCounts() *connCounts { return &connCounts{perIP: make(map[netip.Prefix]int)} }
+
+func newLimitListener(ln net.Listener, counts *connCounts, maxTotal, maxPerIP int, writeSlack time.Duration, exempt func(netip.Addr) bool, m *metrics, log *slog.Logger) *limitListener {
 	return &limitListener{
 		Listener: ln, maxTotal: maxTotal, maxPerIP: maxPerIP, writeSlack: writeSlack, exempt: exempt, log: log,
 		open:     m.connections,
 		rejected: [2]prometheus.Counter{m.connRejected.WithLabelValues(rejectPerIP), m.connRejected.WithLabelValues(rejectTotal)},
-		perIP:    make(map[netip.Prefix]int),
+		counts:   counts,
 	}
 }
 
@@ -96,33 +104,35 @@ func (l *limitListener) Accept() (net.Conn, error) {
 
 // admit counts a new connection of key, or says which cap refuses it.
 func (l *limitListener) admit(key netip.Prefix, keyed bool) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.maxTotal > 0 && l.total >= l.maxTotal {
+	c := l.counts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l.maxTotal > 0 && c.total >= l.maxTotal {
 		return rejectTotal
 	}
 	if keyed && l.maxPerIP > 0 {
-		if l.perIP[key] >= l.maxPerIP {
+		if c.perIP[key] >= l.maxPerIP {
 			return rejectPerIP
 		}
-		l.perIP[key]++
+		c.perIP[key]++
 	}
-	l.total++
+	c.total++
 	return ""
 }
 
 // release uncounts a closed connection.
 func (l *limitListener) release(key netip.Prefix, keyed bool) {
-	l.mu.Lock()
-	l.total--
+	c := l.counts
+	c.mu.Lock()
+	c.total--
 	if keyed && l.maxPerIP > 0 {
-		if n := l.perIP[key] - 1; n > 0 {
-			l.perIP[key] = n
+		if n := c.perIP[key] - 1; n > 0 {
+			c.perIP[key] = n
 		} else {
-			delete(l.perIP, key)
+			delete(c.perIP, key)
 		}
 	}
-	l.mu.Unlock()
+	c.mu.Unlock()
 	l.open.Dec()
 }
 
@@ -240,7 +250,8 @@ func (c *limitedConn) Close() error {
 	return err
 }
 
-// limitConnections wraps the data listener in the connection caps of s.
+// limitConnections wraps a data listener (plain or TLS) in the connection
+// caps of s, counted for both together.
 // Trusted proxies are looked up in the current route table, so a reload
 // that changes server.trusted_proxies applies to the next connection.
 func (g *Gateway) limitConnections(ln net.Listener, s config.Server) net.Listener {
@@ -251,7 +262,7 @@ func (g *Gateway) limitConnections(ln net.Listener, s config.Server) net.Listene
 	if s.MaxConnectionsPerIP != nil {
 		maxPerIP = *s.MaxConnectionsPerIP
 	}
-	return newLimitListener(ln, maxTotal, maxPerIP, s.WriteTimeout.D()/4, g.trustedPeer, g.metrics, g.log)
+	return newLimitListener(ln, g.connCounts, maxTotal, maxPerIP, s.WriteTimeout.D()/4, g.trustedPeer, g.metrics, g.log)
 }
 
 // trustedPeer reports whether ip is one of server.trusted_proxies.

@@ -44,7 +44,7 @@ func TestTrustedProxiesAreNotCappedPerIP(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg, zero)
 	exempt := func(ip netip.Addr) bool { return ip == netip.MustParseAddr("127.0.0.1") }
-	ln := newLimitListener(inner, 3, 1, 0, exempt, m, slog.New(slog.DiscardHandler))
+	ln := newLimitListener(inner, newConnCounts(), 3, 1, 0, exempt, m, slog.New(slog.DiscardHandler))
 	defer ln.Close()
 	accepted := make(chan net.Conn, 10)
 	go func() {

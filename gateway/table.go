@@ -29,6 +29,7 @@ import (
 	"github.com/dubbogw/dubbogw/redisclient"
 	"github.com/dubbogw/dubbogw/registry"
 	"github.com/dubbogw/dubbogw/router"
+	"github.com/dubbogw/dubbogw/servertls"
 )
 
 // route is one compiled route: its filter chain ends in its upstream.
@@ -67,21 +68,24 @@ func (r *route) close() {
 // they run, so resources the next table no longer uses are released only
 // after the last request on this one finishes.
 type table struct {
-	cfg         *config.Config
-	router      *router.Router[*route]
-	routes      []*route
-	upstreams   map[string]*proxy.Upstream
-	registries  map[string]registry.Registry
-	references  map[string]*registry.References // one per registry, carried with it
-	encoders    dubboroute.Encoders             // shared by the Dubbo routes without types of their own
-	trusted     []netip.Prefix
-	identity    identitySet // headers removed from every request as it enters
-	reqIDHeader string
-	trustReqID  bool
-	global      admission.Limiter // the gateway-wide in-flight limit
-	notFound    *routeMetrics
-	bodyGrace   time.Duration // server.body_grace
-	minBodyRate int64         // server.min_body_rate, bytes per second
+	cfg        *config.Config
+	router     *router.Router[*route]
+	routes     []*route
+	upstreams  map[string]*proxy.Upstream
+	registries map[string]registry.Registry
+	references map[string]*registry.References // one per registry, carried with it
+	encoders   dubboroute.Encoders             // shared by the Dubbo routes without types of their own
+	trusted    []netip.Prefix
+	identity   identitySet // headers removed from every request as it enters
+	// subjectHeader carries a TLS client's verified certificate subject
+	// (tls.client_subject_header; one of identity); "" when off.
+	subjectHeader string
+	reqIDHeader   string
+	trustReqID    bool
+	global        admission.Limiter // the gateway-wide in-flight limit
+	notFound      *routeMetrics
+	bodyGrace     time.Duration // server.body_grace
+	minBodyRate   int64         // server.min_body_rate, bytes per second
 
 	// dubboIndex is dubboRoutes' answer, made at its first call.
 	dubboIndex     map[string]*registryRoutes
@@ -129,6 +133,9 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 	}
 	if cfg.Server.MinBodyRate != nil {
 		t.minBodyRate = int64(*cfg.Server.MinBodyRate)
+	}
+	if tc := servertls.Of(cfg); tc != nil && tc.ClientSubjectHeader != "" {
+		t.subjectHeader = http.CanonicalHeaderKey(tc.ClientSubjectHeader)
 	}
 	if t.reqIDHeader == "" {
 		t.reqIDHeader = "X-Request-Id"

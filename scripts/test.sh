@@ -32,6 +32,7 @@ command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 command -v chromium >/dev/null || need+=(chromium)
 command -v nginx >/dev/null || need+=(nginx)   # bench/harness: dubbogw side by side with nginx
+command -v curl >/dev/null || need+=(curl)     # gateway: the TLS listener against an independent client
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   if [ "$(id -u)" != 0 ]; then sudo=sudo; else sudo=; fi

@@ -9,6 +9,7 @@ package testenv
 import (
 	"net"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -56,4 +57,19 @@ func ClosedAddr(t testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// Tool returns the path of a program scripts/test.sh installs (curl,
+// node): outside CI a missing one skips the test, under CI it fails it.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is not installed under CI: scripts/test.sh must install it", name)
+	}
+	t.Skipf("%s not installed: run ./scripts/test.sh", name)
+	return ""
 }
