@@ -7,10 +7,16 @@ package config
 type Redis struct {
 	// Address is "host:port", several separated by commas for a cluster. Empty: no Redis.
 	Address string `yaml:"address"`
-	// Username and Password authenticate (AUTH); DB selects the database.
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
-	DB       int    `yaml:"db"`
+	// Username and Password authenticate (AUTH; a username for Redis 6
+	// ACL users); PasswordFile names a file holding the password instead
+	// (surrounding white space trimmed), e.g. a mounted Secret. DB
+	// selects the database.
+	Username     string `yaml:"username"`
+	Password     string `yaml:"password"`
+	PasswordFile string `yaml:"password_file"`
+	DB           int    `yaml:"db"`
+	// TLS speaks TLS to Redis (its tls-port) when enabled.
+	TLS ClientTLS `yaml:"tls"`
 	// DialTimeout bounds connecting. Default 1s.
 	DialTimeout Duration `yaml:"dial_timeout"`
 	// Timeout is the deadline of one command when the caller has none. Default 50ms.

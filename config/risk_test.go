@@ -9,6 +9,13 @@ import (
 func TestRiskConfigProblems(t *testing.T) {
 	cases := []struct{ name, yaml, path, reason string }{
 		{"bad redis address", "redis: {address: nohost}\n", "redis.address", `"nohost" is not host:port`},
+		{"password and password_file", "redis: {address: \"127.0.0.1:6379\", password: x, password_file: /etc/p}\n", "redis.password_file", "not both"},
+		{"missing password_file", "redis: {address: \"127.0.0.1:6379\", password_file: /nonexistent/p}\n", "redis.password_file", "reading the secret file"},
+		{"tls settings without enabled", "redis: {address: \"127.0.0.1:6379\", tls: {ca_file: /etc/ca.pem}}\n", "redis.tls.enabled", "set enabled: true"},
+		{"tls with a missing CA", "redis: {address: \"127.0.0.1:6379\", tls: {enabled: true, ca_file: /nonexistent/ca.pem}}\n", "redis.tls", "reading ca_file"},
+		{"tls cert without key", "redis: {address: \"127.0.0.1:6379\", tls: {enabled: true, cert_file: /etc/c.pem}}\n", "redis.tls", "cert_file and key_file go together"},
+		{"tls min version", "redis: {address: \"127.0.0.1:6379\", tls: {enabled: true, min_version: '1.0'}}\n", "redis.tls", `min_version "1.0"`},
+		{"tls on the system roots", "redis: {address: \"127.0.0.1:6379\", tls: {enabled: true}}\n", "", ""},
 		{"pipelines not a power of two", "redis: {address: \"127.0.0.1:6379\", pipelines: 3}\n", "redis.pipelines", "must be a power of two"},
 		{"negative route limit", "routes:\n  - {name: r, match: {path: /a}, backend: u, max_in_flight: -1}\nbackends: {u: {targets: [{url: \"http://127.0.0.1:1\"}]}}\n",
 			"routes[0].max_in_flight", "must not be negative"},

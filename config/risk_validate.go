@@ -114,6 +114,19 @@ func validateRedis(ps *problems, r *Redis) {
 	if r.DB < 0 {
 		ps.add("redis.db", 0, "must not be negative, got %d", r.DB)
 	}
+	if r.Password != "" && r.PasswordFile != "" {
+		ps.add("redis.password_file", 0, "set password or password_file, not both")
+	} else if r.PasswordFile != "" {
+		if _, err := ReadSecretFile(r.PasswordFile); err != nil {
+			ps.add("redis.password_file", 0, "%v", err)
+		}
+	}
+	switch {
+	case r.TLS.Enabled:
+		validateClientTLS(ps, "redis.tls", r.TLS)
+	case r.TLS.Set():
+		ps.add("redis.tls.enabled", 0, "tls settings are given but enabled is false: set enabled: true (or remove them)")
+	}
 	if r.Pipelines < 1 || r.Pipelines&(r.Pipelines-1) != 0 {
 		ps.add("redis.pipelines", 0, "must be a power of two (1, 2, 4, ...), got %d", r.Pipelines)
 	}

@@ -304,3 +304,54 @@ func TestMutualTLS(t *testing.T) {
 		t.Errorf("plain listener with a forged subject: %d %q", a.status, a.body)
 	}
 }
+
+// TestHTTPSUpstreamWithPrivateCA: an upstream whose certificate a private
+// CA signed, which wants a client certificate: reached with the
+// upstream's tls (ca_file, cert_file/key_file, server_name); without the
+// CA, or naming another server, the gateway answers 502 and sends nothing.
+func TestHTTPSUpstreamWithPrivateCA(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcert.NewCA(t, "upstream CA")
+	server := ca.Server(t, time.Time{}, "backend.internal")
+	client := ca.Client(t, "dubbogw-gateway")
+	serverPair, err := tls.X509KeyPair(server.CertPEM, server.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reached atomic.Int64
+	upstream := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		fmt.Fprintf(w, "client=%s", r.TLS.PeerCertificates[0].Subject.CommonName)
+	}))
+	upstream.TLS = &tls.Config{Certificates: []tls.Certificate{serverPair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()}
+	upstream.StartTLS()
+	t.Cleanup(upstream.Close)
+	caFile := testcert.Write(t, dir, "ca.pem", ca.PEM)
+	certFile, keyFile := testcert.Write(t, dir, "c.pem", client.CertPEM), testcert.Write(t, dir, "k.pem", client.KeyPEM)
+	up := func(name, tlsYAML string) string {
+		return fmt.Sprintf("  %s: {targets: [{url: %q}], retry: {retries: 0}, tls: %s}\n", name, upstream.URL, tlsYAML)
+	}
+	g := startGW(t, "upstreams:\n"+
+		up("good", fmt.Sprintf("{ca_file: %s, cert_file: %s, key_file: %s, server_name: backend.internal}", caFile, certFile, keyFile))+
+		up("no-ca", fmt.Sprintf("{cert_file: %s, key_file: %s, server_name: backend.internal}", certFile, keyFile))+
+		up("no-cert", fmt.Sprintf("{ca_file: %s, server_name: backend.internal}", caFile))+
+		up("other-name", fmt.Sprintf("{ca_file: %s, cert_file: %s, key_file: %s, server_name: other.internal}", caFile, certFile, keyFile))+`
+routes:
+  - {name: good, match: {path: /good}, upstream: good}
+  - {name: no-ca, match: {path: /no-ca}, upstream: no-ca}
+  - {name: no-cert, match: {path: /no-cert}, upstream: no-cert}
+  - {name: other-name, match: {path: /other-name}, upstream: other-name}
+`)
+	if a := do(t, "GET", g.base+"/good", nil); a.status != 200 || a.body != "client=dubbogw-gateway" {
+		t.Errorf("/good: %d %q", a.status, a.body)
+	}
+	for _, path := range []string{"/no-ca", "/other-name", "/no-cert"} {
+		before := reached.Load()
+		if a := do(t, "GET", g.base+path, nil); a.status != 502 {
+			t.Errorf("%s: %d %q, want 502", path, a.status, a.body)
+		}
+		if reached.Load() != before {
+			t.Errorf("%s: the request reached the upstream", path)
+		}
+	}
+}

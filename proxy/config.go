@@ -56,6 +56,11 @@ type Config struct {
 	// large or streamed bodies go through net/http's Transport) or
 	// "standard" (net/http's Transport for everything).
 	Transport string `yaml:"transport"`
+	// TLS is how https:// targets are spoken to: ca_file (a private CA),
+	// cert_file and key_file (a client certificate), server_name,
+	// min_version (config.ClientTLS). Default: the system's roots, the
+	// target's host name.
+	TLS config.ClientTLS `yaml:"tls"`
 }
 
 // Values of Config.Transport; "" means TransportDirect.
@@ -186,6 +191,21 @@ func (c *Config) Validate(at config.At) {
 	case "", TransportStandard, TransportDirect:
 	default:
 		at.Field("transport").Errorf("%q is not a transport: want standard or direct", c.Transport)
+	}
+	if c.TLS.Set() {
+		tat := at.Field("tls")
+		https := false
+		for _, t := range c.Targets {
+			https = https || strings.HasPrefix(strings.ToLower(t.URL), "https://")
+		}
+		switch {
+		case c.TLS.Enabled:
+			tat.Field("enabled").Errorf("not an upstream setting: a target speaks TLS when its URL is https://")
+		case !https:
+			tat.Errorf("no target is https://: tls applies to https targets only")
+		default:
+			tat.ValidateClientTLS(c.TLS)
+		}
 	}
 	at.Field("timeout").Err(config.Positive(c.Timeout))
 	at.Field("connect_timeout").Err(config.Positive(c.ConnectTimeout))

@@ -91,7 +91,7 @@ func countingBackend(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomi
 
 func newTestDirect(t *testing.T, maxIdle, maxOpen int) *directTransport {
 	t.Helper()
-	std := newTransport(&Config{})
+	std, _ := newTransport(&Config{})
 	d := newDirectTransport(std, maxIdle, maxOpen, time.Minute)
 	t.Cleanup(d.Close)
 	t.Cleanup(std.CloseIdleConnections)
@@ -553,7 +553,7 @@ func TestDirectSweepClosesExpiredIdle(t *testing.T) {
 	}
 	srv.Start()
 	t.Cleanup(srv.Close)
-	std := newTransport(&Config{})
+	std, _ := newTransport(&Config{})
 	t.Cleanup(std.CloseIdleConnections)
 	d := newDirectTransport(std, 4, 0, 200*time.Millisecond)
 	send(t, d, "GET", srv.URL+"/", nil)

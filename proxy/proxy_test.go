@@ -51,6 +51,10 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"pool", &Config{Targets: ok, Pool: Pool{MaxPerTarget: -1}}, "pool.max_per_target: must be 0 (no cap) or more"},
 		{"timeout", &Config{Targets: ok, Timeout: config.Duration(-time.Second)}, "timeout: must be more than 0, got -1s"},
 		{"transport", &Config{Targets: ok, Transport: "fast"}, `transport: "fast" is not a transport`},
+		{"tls on http targets", &Config{Targets: ok, TLS: config.ClientTLS{ServerName: "x"}}, "tls: no target is https://"},
+		{"tls enabled", &Config{Targets: targets("https://a:1"), TLS: config.ClientTLS{Enabled: true}}, "tls.enabled: not an upstream setting"},
+		{"tls missing CA", &Config{Targets: targets("https://a:1"), TLS: config.ClientTLS{CAFile: "/nonexistent/ca.pem"}}, "tls: reading ca_file"},
+		{"tls key without cert", &Config{Targets: targets("https://a:1"), TLS: config.ClientTLS{KeyFile: "/etc/k.pem"}}, "tls: cert_file and key_file go together"},
 		{"every problem", &Config{Targets: ok, Policy: "random", Transport: "fast"}, "policy: \"random\" is not a policy: want round_robin, weighted_random or least_request\ntransport:"},
 	}
 	for _, tt := range tests {

@@ -116,7 +116,10 @@ func New(name string, cfg *Config, m *Metrics, log *slog.Logger, opts ...Option)
 	}
 	u.parseRetry(&cfg.Retry)
 	u.maxFailures = int64(*cfg.PassiveHealth.MaxFailures)
-	transport := newTransport(cfg)
+	transport, err := newTransport(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := u.parseTargets(cfg.Targets); err != nil {
 		return nil, err
 	}
@@ -173,7 +176,7 @@ func (u *Upstream) parseRetry(r *Retry) {
 	u.retryMethods = r.Methods
 }
 
-func newTransport(cfg *Config) *http.Transport {
+func newTransport(cfg *Config) (*http.Transport, error) {
 	p := cfg.Pool
 	maxIdle := p.MaxIdlePerTarget
 	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout.D(), KeepAlive: 30 * time.Second}
@@ -196,7 +199,14 @@ func newTransport(cfg *Config) *http.Transport {
 		Protocols:          new(http.Protocols),
 	}
 	t.Protocols.SetHTTP1(true)
-	return t
+	if cfg.TLS.Set() {
+		tc, err := cfg.TLS.Build()
+		if err != nil {
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		t.TLSClientConfig = tc
+	}
+	return t, nil
 }
 
 // connectError is a failure to open a connection to a target: nothing was sent.

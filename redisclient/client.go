@@ -176,11 +176,26 @@ func compile(cfg config.Redis) (rueidis.ClientOption, settings, error) {
 	// so that queuing a command never blocks (a full rueidis ring would
 	// ignore the deadline).
 	perConn := s.maxPending/pipelines + s.maxPending/(4*pipelines) + 64
+	password := cfg.Password
+	if cfg.PasswordFile != "" {
+		var err error
+		if password, err = config.ReadSecretFile(cfg.PasswordFile); err != nil {
+			return opt, s, fmt.Errorf("redis password_file: %w", err)
+		}
+	}
+	var tlsConfig *tls.Config
+	if cfg.TLS.Enabled {
+		var err error
+		if tlsConfig, err = cfg.TLS.Build(); err != nil {
+			return opt, s, fmt.Errorf("redis tls: %w", err)
+		}
+	}
 	opt = rueidis.ClientOption{
 		InitAddress:       addrs,
 		ForceSingleClient: len(addrs) == 1,
 		Username:          cfg.Username,
-		Password:          cfg.Password,
+		Password:          password,
+		TLSConfig:         tlsConfig, // handed to dial, which speaks it
 		SelectDB:          cfg.DB,
 		ClientName:        "dubbogw",
 		Dialer:            net.Dialer{Timeout: dialTimeout, KeepAlive: time.Second},
@@ -214,14 +229,32 @@ func pipelineMultiplex(connections int) int {
 
 // dial connects to one Redis address; Close cancels it. The connection
 // tells the client whenever Redis sends something (heard).
-func (c *Client) dial(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+func (c *Client) dial(ctx context.Context, addr string, d *net.Dialer, tlsConfig *tls.Config) (net.Conn, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(c.lifetime, cancel)
 	defer stop()
+	if d.Timeout > 0 {
+		var cancelDial context.CancelFunc
+		ctx, cancelDial = context.WithTimeout(ctx, d.Timeout) // the handshake too
+		defer cancelDial()
+	}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if tlsConfig != nil {
+		cfg := tlsConfig
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("TLS handshake with redis %s: %w", addr, err)
+		}
+		conn = tc
 	}
 	return &heardConn{Conn: conn, heard: c.heard}, nil
 }

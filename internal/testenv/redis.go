@@ -26,6 +26,14 @@ type RedisServer struct {
 // outside scripts/test.sh when redis-server is missing and fails it under CI.
 func StartRedis(t testing.TB, addr string) *RedisServer {
 	t.Helper()
+	return StartRedisWith(t, addr)
+}
+
+// StartRedisWith is StartRedis with more redis-server arguments (a TLS
+// port and its files, ACL users); the plain port stays, for readiness and
+// for the test's own set-up.
+func StartRedisWith(t testing.TB, addr string, args ...string) *RedisServer {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("redis-server missing under CI: %v", err)
@@ -36,8 +44,8 @@ func StartRedis(t testing.TB, addr string) *RedisServer {
 		addr = FreeAddr(t)
 	}
 	_, port, _ := net.SplitHostPort(addr)
-	s := &RedisServer{t: t, addr: addr, cmd: exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")}
+	s := &RedisServer{t: t, addr: addr, cmd: exec.Command("redis-server", append([]string{"--port", port, "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no"}, args...)...)}
 	if err := s.cmd.Start(); err != nil {
 		t.Fatalf("starting redis-server: %v", err)
 	}
