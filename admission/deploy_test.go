@@ -12,13 +12,19 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// TestDeployManifests checks that ../deploy/*.yaml parse and scale on the
-// metric this package exports.
+// TestDeployManifests checks that ../deploy/*.yaml and
+// ../deploy/kubernetes/*.yaml parse and scale on the metric this package
+// exports.
 func TestDeployManifests(t *testing.T) {
-	files, err := filepath.Glob("../deploy/*.yaml")
-	if err != nil || len(files) == 0 {
+	top, err := filepath.Glob("../deploy/*.yaml")
+	if err != nil || len(top) == 0 {
 		t.Fatalf("no ../deploy/*.yaml (err %v)", err)
 	}
+	kube, err := filepath.Glob("../deploy/kubernetes/*.yaml")
+	if err != nil || len(kube) == 0 {
+		t.Fatalf("no ../deploy/kubernetes/*.yaml (err %v)", err)
+	}
+	files := append(top, kube...)
 	kinds := make(map[string][]map[string]any)
 	for _, file := range files {
 		for _, doc := range yamlDocuments(t, file) {

@@ -33,6 +33,7 @@ command -v npm >/dev/null || need+=(npm)
 command -v chromium >/dev/null || need+=(chromium)
 command -v nginx >/dev/null || need+=(nginx)   # bench/harness: dubbogw side by side with nginx
 command -v curl >/dev/null || need+=(curl)     # gateway: the TLS listener against an independent client
+command -v podman >/dev/null || need+=(podman) # deploy: the image builds (scripts/image.sh)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   if [ "$(id -u)" != 0 ]; then sudo=sudo; else sudo=; fi

@@ -7,6 +7,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -56,6 +57,9 @@ func (ca *CA) Pool() *x509.CertPool {
 	p.AddCert(ca.Cert)
 	return p
 }
+
+// ClientConfig is a TLS client configuration trusting only the CA.
+func (ca *CA) ClientConfig() *tls.Config { return &tls.Config{RootCAs: ca.Pool()} }
 
 // Leaf is a certificate the CA issued, with its key, as PEM.
 type Leaf struct {
