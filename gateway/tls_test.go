@@ -30,7 +30,6 @@ type tlsFixture struct {
 	tlsAddr string
 	ca      *testcert.CA
 	dir     string
-	names   []string // the files' names, as ..data holds them
 }
 
 // rotate writes files (name → content) into a new directory and swaps
