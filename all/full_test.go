@@ -11,9 +11,11 @@ import (
 	_ "github.com/dubbogw/dubbogw/all"
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubboroute"
+	"github.com/dubbogw/dubbogw/internal/testcert"
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/registry"
 	"github.com/dubbogw/dubbogw/registry/zookeeper"
+	"github.com/dubbogw/dubbogw/servertls"
 )
 
 // full sets every field of the schema to a non-default value, every
@@ -56,6 +58,15 @@ request_id:
 access_log:
   enabled: false
   output: /var/log/dubbogw/access.log
+tls:
+  listen: "127.0.0.1:8443"
+  certificates:
+    - {cert_file: TLS_CERT, key_file: TLS_KEY}
+  min_version: "1.3"
+  client_auth: request
+  client_ca_file: TLS_CA
+  client_subject_header: X-Client-Subject
+  reload_interval: 2s
 upstreams:
   users:
     targets:
@@ -72,6 +83,7 @@ upstreams:
       on: [connect_failure, 503]
       methods: [GET]
     passive_health: {max_failures: 0, ejection: 1s, max_ejection: 30s}
+    tls: {ca_file: TLS_CA, server_name: users.internal, min_version: "1.3"}
   orders:
     targets: [{url: "http://127.0.0.1:9002"}]
     policy: least_request
@@ -159,7 +171,13 @@ demo:
 func ptr[T any](v T) *T { return &v }
 
 func TestParseFullConfig(t *testing.T) {
-	got, err := config.Parse([]byte(full), "full.yaml", nil)
+	// The TLS files are loaded by validation: real ones, made here.
+	dir := t.TempDir()
+	ca := testcert.NewCA(t, "full config CA")
+	leaf := ca.Server(t, time.Time{}, "127.0.0.1")
+	caFile, certFile, keyFile := testcert.Write(t, dir, "ca.pem", ca.PEM), testcert.Write(t, dir, "c.pem", leaf.CertPEM), testcert.Write(t, dir, "k.pem", leaf.KeyPEM)
+	text := strings.NewReplacer("TLS_CA", caFile, "TLS_CERT", certFile, "TLS_KEY", keyFile).Replace(full)
+	got, err := config.Parse([]byte(text), "full.yaml", nil)
 	if err != nil {
 		t.Fatalf("Parse:\n%v", err)
 	}
@@ -203,6 +221,7 @@ func TestParseFullConfig(t *testing.T) {
 					Pool:           proxy.Pool{MaxIdlePerTarget: 8, MaxPerTarget: 100, IdleTimeout: D(30 * time.Second)},
 					Retry:          proxy.Retry{Retries: ptr(2), On: []string{"connect_failure", "503"}, Methods: []string{"GET"}},
 					PassiveHealth:  proxy.PassiveHealth{MaxFailures: ptr(0), Ejection: D(time.Second), MaxEjection: D(30 * time.Second)},
+					TLS:            config.ClientTLS{CAFile: caFile, ServerName: "users.internal", MinVersion: "1.3"},
 				},
 				"orders": {
 					Targets:        []proxy.Target{{URL: "http://127.0.0.1:9002", Weight: proxy.DefaultTargetWeight}},
@@ -214,6 +233,9 @@ func TestParseFullConfig(t *testing.T) {
 					PassiveHealth:  proxy.PassiveHealth{MaxFailures: ptr(proxy.DefaultMaxFailures), Ejection: proxy.DefaultEjection, MaxEjection: proxy.DefaultMaxEjection},
 				},
 			},
+			"tls": &servertls.Config{Listen: "127.0.0.1:8443", Certificates: []servertls.Certificate{{CertFile: certFile, KeyFile: keyFile}},
+				MinVersion: "1.3", ClientAuth: servertls.ClientAuthRequest, ClientCAFile: caFile, ClientSubjectHeader: "X-Client-Subject",
+				ReloadInterval: D(2 * time.Second)},
 			"dubbo": &dubboroute.Client{ConnsPerAddr: 2, DialTimeout: D(time.Second), Heartbeat: D(30 * time.Second),
 				MaxPayload: 4 << 20, MaxPending: 500, Types: map[string]map[string]string{"com.example.demo.User": {"createdAt": "java.util.Date"}},
 				References: dubboroute.References{Max: 64, IdleTTL: D(time.Minute), NewPerSecond: 20, MaxSubscriptions: 500},
@@ -318,7 +340,7 @@ func TestParseFullConfig(t *testing.T) {
 	if out2, _ := yaml.Marshal(again); string(out2) != string(out) {
 		t.Errorf("Marshal(Parse(Marshal(full))) differs:\n%s\nfirst:\n%s", out2, out)
 	}
-	for _, key := range []string{"\nupstreams:\n", "\ndubbo:\n", "\n      upstream: users\n", "\n      dubbo:\n", "\n        type: zookeeper\n", "\n        address: "} {
+	for _, key := range []string{"\nupstreams:\n", "\ndubbo:\n", "\n      upstream: users\n", "\n      dubbo:\n", "\n        type: zookeeper\n", "\n        address: ", "\ntls:\n    listen: 127.0.0.1:8443\n"} {
 		if !strings.Contains(string(out), key) {
 			t.Errorf("Marshal(full) has no %q:\n%s", key, out)
 		}
