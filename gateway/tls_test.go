@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -323,6 +324,7 @@ func TestHTTPSUpstreamWithPrivateCA(t *testing.T) {
 		fmt.Fprintf(w, "client=%s", r.TLS.PeerCertificates[0].Subject.CommonName)
 	}))
 	upstream.TLS = &tls.Config{Certificates: []tls.Certificate{serverPair}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()}
+	upstream.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the test's own
 	upstream.StartTLS()
 	t.Cleanup(upstream.Close)
 	caFile := testcert.Write(t, dir, "ca.pem", ca.PEM)
