@@ -3,7 +3,6 @@ module github.com/dubbogw/dubbogw
 go 1.26.0
 
 require (
-	github.com/go-zookeeper/zk v1.0.4
 	github.com/gorilla/websocket v1.5.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

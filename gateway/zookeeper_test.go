@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/dubbogw/dubbogw/internal/zk"
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/demo"

@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/dubbogw/dubbogw/internal/zk"
 )
 
 // Registry layouts (-mode).

@@ -18,7 +18,7 @@ import (
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/gateway"
 	"github.com/dubbogw/dubbogw/internal/testenv"
-	"github.com/go-zookeeper/zk"
+	"github.com/dubbogw/dubbogw/internal/zk"
 )
 
 // TestScaleSmoke runs the scale command at tiny sizes in every layout

@@ -20,8 +20,8 @@ import (
 
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/internal/testenv"
+	"github.com/dubbogw/dubbogw/internal/zk"
 	"github.com/dubbogw/dubbogw/registry"
-	"github.com/go-zookeeper/zk"
 )
 
 // Application-level discovery (Dubbo 3's service discovery) against a real

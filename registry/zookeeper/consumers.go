@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dubbogw/dubbogw/internal/zk"
 	"github.com/dubbogw/dubbogw/registry"
-	"github.com/go-zookeeper/zk"
 )
 
 // consumerNode is the gateway's registration as a consumer of one key.

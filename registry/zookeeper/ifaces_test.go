@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/dubbogw/dubbogw/internal/testenv"
+	"github.com/dubbogw/dubbogw/internal/zk"
 	"github.com/dubbogw/dubbogw/registry"
-	"github.com/go-zookeeper/zk"
 )
 
 // Interface-level discovery (ifaces.go): directories built from the

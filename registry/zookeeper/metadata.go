@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/dubbogw/dubbogw/internal/zk"
 	"github.com/dubbogw/dubbogw/registry"
-	"github.com/go-zookeeper/zk"
 )
 
 // This file is the instance metadata of application-level discovery

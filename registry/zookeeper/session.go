@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/dubbogw/dubbogw/internal/zk"
 )
 
 // zkClient is one go-zookeeper client: a connection to the ensemble, the

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/internal/testenv"
+	"github.com/dubbogw/dubbogw/internal/zk"
 	"github.com/dubbogw/dubbogw/registry"
-	"github.com/go-zookeeper/zk"
 )
 
 // The session (session.go): ZooKeeper unreachable at start, restarted,

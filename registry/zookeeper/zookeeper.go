@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/internal/zk"
 	"github.com/dubbogw/dubbogw/registry"
-	"github.com/go-zookeeper/zk"
 )
 
 // Options configures a ZooKeeper registry.
