@@ -258,8 +258,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if len(providers) == 0 {
 		// No provider: answer at once; the directory stays subscribed and
 		// traffic flows as soon as one registers.
-		exchange.Fail(w, r, exchange.CodeNoProvider,
-			"no provider for "+dir.Key().String())
+		exchange.Fail(w, r, exchange.CodeNoProvider, noProvider(dir))
 		return
 	}
 	call := &cluster.Call{Method: inv.Method, HashKey: hashKey, Exclude: h.readonly}
@@ -459,6 +458,34 @@ func requestID(r *http.Request) string {
 		return info.RequestID
 	}
 	return ""
+}
+
+// noProvider is the message of a call to dir's service while it has no
+// provider, naming the versions and groups of the interface that do
+// have some (a client that left out the version, or named another).
+func noProvider(dir *registry.Directory) string {
+	msg := "no provider for " + dir.Key().String()
+	if offered := dir.Offered(); len(offered) > 0 {
+		names := make([]string, len(offered))
+		for i, k := range offered {
+			names[i] = describeKey(k)
+		}
+		msg += "; the registry has providers of " + dir.Key().Interface + " for " + strings.Join(names, "; ")
+	}
+	return msg
+}
+
+// describeKey says a service key's version and group in words.
+func describeKey(k registry.ServiceKey) string {
+	switch {
+	case k.Group == "" && k.Version == "":
+		return "no version and no group"
+	case k.Group == "":
+		return "version " + k.Version
+	case k.Version == "":
+		return "group " + k.Group
+	}
+	return "version " + k.Version + ", group " + k.Group
 }
 
 func (h *Handler) serviceName() string {

@@ -553,7 +553,7 @@ func TestZooKeeperRestartedProviderRedialled(t *testing.T) {
 // service key nobody called before waits for the registry's first answer
 // (within the call's timeout) instead of answering 503 from a directory
 // that is still pending; a service without provider still answers 503 at
-// once after that.
+// once after that, naming the versions and groups that have providers.
 func TestZooKeeperPassthroughFirstCall(t *testing.T) {
 	f := newZKFixture(t)
 	provider := startProvider(t)
@@ -575,7 +575,9 @@ routes:
 	if code, body := call(""); code != http.StatusOK {
 		t.Fatalf("first call of a new service key: %d %s", code, body)
 	}
-	if code, body := call("3.0.0"); code != http.StatusServiceUnavailable || !strings.Contains(body, "NO_PROVIDER") {
+	// The answer says which versions and groups do have providers.
+	if code, body := call("3.0.0"); code != http.StatusServiceUnavailable || !strings.Contains(body, "NO_PROVIDER") ||
+		!strings.Contains(body, "no provider for com.example.demo.UserService:3.0.0; the registry has providers of com.example.demo.UserService for no version and no group") {
 		t.Fatalf("a version nobody provides: %d %s", code, body)
 	}
 	start := time.Now()

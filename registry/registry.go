@@ -157,6 +157,7 @@ type Directory struct {
 	key       ServiceKey
 	providers atomic.Pointer[[]*cluster.Provider]
 	origin    atomic.Pointer[directoryOrigins] // for the admin API
+	offered   atomic.Pointer[[]ServiceKey]     // see Offered
 	updated   atomic.Int64                     // unix nanoseconds of the last set
 	stale     atomic.Bool
 	dropped   atomic.Bool // the registry let it go: no longer updated
@@ -243,6 +244,31 @@ func (d *Directory) Set(ps []*cluster.Provider) {
 func (d *Directory) SetWithOrigins(ps []*cluster.Provider, origins map[string]ProviderOrigin, others ProviderOrigin) {
 	d.origin.Store(&directoryOrigins{byAddr: origins, others: others})
 	d.Set(ps)
+}
+
+// MaxOffered bounds what Offered lists.
+const MaxOffered = 8
+
+// SetOffered records, for a directory without providers, the other keys
+// of its interface that have some (at most MaxOffered, sorted; nil for
+// none, or when the directory has providers). Call it before Set.
+func (d *Directory) SetOffered(keys []ServiceKey) {
+	if len(keys) == 0 {
+		d.offered.Store(nil)
+		return
+	}
+	d.offered.Store(&keys)
+}
+
+// Offered lists, while the directory has no provider, the keys of the
+// same interface that have some, as its registry last saw them: the
+// versions and groups a client that named another one could call. Nil
+// when the registry does not say.
+func (d *Directory) Offered() []ServiceKey {
+	if p := d.offered.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // directoryOrigins are what SetWithOrigins published.

@@ -1,9 +1,11 @@
 package zookeeper
 
 import (
+	"cmp"
 	"maps"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/config"
@@ -405,10 +407,16 @@ func (i *ifaces) publish(s *ifaceState) {
 		if i.z.applicationLevel() {
 			origins, others = providerOrigins(key, nodes)
 		}
-		if was, wasOthers := d.Origins(); d.State() == registry.DirOK && slices.Equal(d.Providers(), snap) && maps.Equal(was, origins) && wasOthers == others {
+		var offered []registry.ServiceKey
+		if len(snap) == 0 {
+			offered = offeredKeys(key, nodes)
+		}
+		if was, wasOthers := d.Origins(); d.State() == registry.DirOK && slices.Equal(d.Providers(), snap) && maps.Equal(was, origins) && wasOthers == others &&
+			slices.Equal(d.Offered(), offered) {
 			continue
 		}
 		prev := d.Providers()
+		d.SetOffered(offered)
 		d.SetWithOrigins(snap, origins, others)
 		if i.z.hooks.published != nil {
 			i.z.hooks.published(key, snap)
@@ -416,6 +424,27 @@ func (i *ifaces) publish(s *ifaceState) {
 		i.redialNew(prev, snap)
 	}
 	s.reweighted = next
+}
+
+// offeredKeys are the other service keys of key's interface that nodes
+// (all of the interface's) serve, enabled, sorted, at most
+// registry.MaxOffered: what a directory without providers tells a client
+// that named a version or group nobody serves. Computed only for such a
+// directory.
+func offeredKeys(key registry.ServiceKey, nodes []*providerNode) []registry.ServiceKey {
+	var out []registry.ServiceKey
+	for _, n := range nodes {
+		m := n.match.Value()
+		k := registry.ServiceKey{Interface: key.Interface, Group: m.group, Version: m.version}
+		if m.disabled || m.iface != key.Interface || k == key || slices.Contains(out, k) {
+			continue
+		}
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b registry.ServiceKey) int {
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Version, b.Version))
+	})
+	return out[:min(len(out), registry.MaxOffered)]
 }
 
 // mergedNodes are s's interface-level nodes and the nodes its

@@ -90,6 +90,21 @@ func TestZooKeeperProvidersFromNodes(t *testing.T) {
 	if st := r.Status(); st.Watches != 2 {
 		t.Errorf("watches after an update: %d", st.Watches)
 	}
+
+	// A key nobody serves (no version, where every provider has one):
+	// empty, and it says which keys of the interface do have providers
+	// (enabled ones; not the skipped URLs). A key with providers says
+	// nothing.
+	none := r.Subscribe(registry.ServiceKey{Interface: iface})
+	defer none.Release()
+	waitReady(t, none)
+	want := []registry.ServiceKey{{Interface: iface, Version: "1.0.0"}, {Interface: iface, Version: "2.0.0"}, {Interface: iface, Group: "g1", Version: "1.0.0"}}
+	if got := none.Offered(); len(none.Providers()) != 0 || !slices.Equal(got, want) {
+		t.Errorf("a key without providers offers %v (providers %v), want %v", got, addrsOf(none.Providers()), want)
+	}
+	if got := v1.Offered(); got != nil {
+		t.Errorf("a key with providers offers %v", got)
+	}
 }
 
 func TestZooKeeperMissingOrEmptyProvidersNode(t *testing.T) {
