@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -35,7 +36,9 @@ func serve(t *testing.T, s *Store) string {
 			go func() {
 				defer c.Close()
 				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-				_ = c.(*tls.Conn).Handshake()
+				if c.(*tls.Conn).Handshake() == nil {
+					_, _ = io.Copy(io.Discard, c) // hold it until the client leaves
+				}
 			}()
 		}
 	}()
@@ -168,5 +171,61 @@ func TestConfigProblems(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v, want %q", c.yaml, err, c.want)
 		}
+	}
+}
+
+// TestMinVersionAndClientAuth: min_version 1.3 refuses a client that
+// speaks at most 1.2; client_auth require refuses a client without a
+// certificate and takes one the CA issued.
+func TestMinVersionAndClientAuth(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcert.NewCA(t, "test CA")
+	leaf := ca.Server(t, time.Time{}, "127.0.0.1")
+	cfg := Config{
+		Listen:       "127.0.0.1:0",
+		Certificates: []Certificate{{CertFile: testcert.Write(t, dir, "c.pem", leaf.CertPEM), KeyFile: testcert.Write(t, dir, "k.pem", leaf.KeyPEM)}},
+		MinVersion:   "1.3",
+		ClientAuth:   ClientAuthRequire,
+		ClientCAFile: testcert.Write(t, dir, "ca.pem", ca.PEM),
+	}
+	cfg.Defaults(nil)
+	s, err := NewStore(cfg, false, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, s)
+	alice := ca.Client(t, "alice")
+	pair, err := tls.X509KeyPair(alice.CertPEM, alice.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// handshake reports whether a full exchange works: with TLS 1.3 a
+	// refused client certificate shows at the first read.
+	handshake := func(c *tls.Config) error {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, c)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+		_, err = conn.Read(make([]byte, 1))
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			return nil // the server kept the connection: accepted
+		}
+		return err
+	}
+	base := &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"}
+	tls12 := base.Clone()
+	tls12.MaxVersion, tls12.Certificates = tls.VersionTLS12, []tls.Certificate{pair}
+	if err := handshake(tls12); err == nil {
+		t.Error("a TLS 1.2 client got through min_version 1.3")
+	}
+	if err := handshake(base); err == nil {
+		t.Error("a client without a certificate got through client_auth require")
+	}
+	ok := base.Clone()
+	ok.Certificates = []tls.Certificate{pair}
+	if err := handshake(ok); err != nil {
+		t.Errorf("a TLS 1.3 client with a certificate of the CA: %v", err)
 	}
 }
