@@ -196,7 +196,10 @@ func TestAppDiscGroupVersion(t *testing.T) {
 	if got, want := addrs(greeters), sortedOf(pa.Addr, pb.Addr, pc.Addr); !slices.Equal(got, want) {
 		t.Errorf("blue/%s providers %v, want %v", greeterService, got, want)
 	}
-	wantError(http.StatusServiceUnavailable, "NO_PROVIDER", "v3", "no provider for "+userService+":3.0.0")(t, gw.do(t, "GET", "/v3/users/1", ""))
+	// The answer names the versions and groups that do have providers,
+	// found through the applications' metadata.
+	wantError(http.StatusServiceUnavailable, "NO_PROVIDER", "v3", "no provider for "+userService+":3.0.0; the registry has providers of "+
+		userService+" for version 1.0.0; version 2.0.0; version 1.0.0, group g1")(t, gw.do(t, "GET", "/v3/users/1", ""))
 
 	// Calls: each route's go to its provider only.
 	before := gw.metrics(t)

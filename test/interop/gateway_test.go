@@ -200,9 +200,9 @@ func gatewayCases(mode string) []gatewayCase {
 		{name: "missing primitive", method: "GET", path: "/add",
 			check: wantError(400, "BAD_REQUEST", route("add"), `parameter 0 (long from query "a"): missing`)},
 		{name: "no provider of version", method: "GET", path: "/version/9",
-			check: wantError(503, "NO_PROVIDER", route("no-version"), "no provider for "+userService+":9.9.9")},
+			check: wantError(503, "NO_PROVIDER", route("no-version"), "no provider for "+userService+":9.9.9; the registry has providers of "+userService+" for version 1.0.0")},
 		{name: "no provider of group", method: "GET", path: "/group/red",
-			check: wantError(503, "NO_PROVIDER", route("no-group"), "no provider for red/"+greeterService)},
+			check: wantError(503, "NO_PROVIDER", route("no-group"), "no provider for red/"+greeterService+"; the registry has providers of "+greeterService+" for group blue")},
 	}
 }
 
@@ -235,7 +235,7 @@ func passthroughCases() []gatewayCase {
 			wantError(500, "DUBBO_EXCEPTION", "passthrough", bizException+": gone")),
 		// The provider exports UserService with version 1.0.0 only.
 		post("no version", "/dubbo/"+userService+"/greet", `{}`,
-			wantError(503, "NO_PROVIDER", "passthrough", "no provider for "+userService)),
+			wantError(503, "NO_PROVIDER", "passthrough", "no provider for "+userService+"; the registry has providers of "+userService+" for version 1.0.0")),
 		post("not allowed", "/dubbo/org.dubbogw.interop.AdminService/greet", `{}`,
 			wantError(403, "FORBIDDEN", "passthrough", "interface org.dubbogw.interop.AdminService is not allowed on this route")),
 		post("not allowed typed", "/dubbo-typed/"+greeterService+"/hello", `{"types": ["java.lang.String"], "args": ["x"], "group": "blue"}`,
