@@ -49,11 +49,9 @@ func (c ClientTLS) Build() (*tls.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading ca_file: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("ca_file %s holds no PEM certificate", c.CAFile)
+		if tc.RootCAs, err = ParseCertPool(pem, "ca_file "+c.CAFile); err != nil {
+			return nil, err
 		}
-		tc.RootCAs = pool
 	}
 	switch {
 	case c.CertFile != "" && c.KeyFile != "":
@@ -68,14 +66,17 @@ func (c ClientTLS) Build() (*tls.Config, error) {
 	return tc, nil
 }
 
-// validateClientTLS reports what Build would fail on, at path.
-func validateClientTLS(ps *problems, path string, c ClientTLS) {
-	if _, err := c.Build(); err != nil {
-		ps.add(path, 0, "%v", err)
+// ParseCertPool parses a PEM bundle of CA certificates; name says where
+// it was read from, for the error.
+func ParseCertPool(pem []byte, name string) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", name)
 	}
+	return pool, nil
 }
 
-// ValidateClientTLS is validateClientTLS for sections (upstreams).
+// ValidateClientTLS reports at a what Build would fail on.
 func (a At) ValidateClientTLS(c ClientTLS) {
 	if _, err := c.Build(); err != nil {
 		a.Errorf("%v", err)

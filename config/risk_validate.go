@@ -123,7 +123,7 @@ func validateRedis(ps *problems, r *Redis) {
 	}
 	switch {
 	case r.TLS.Enabled:
-		validateClientTLS(ps, "redis.tls", r.TLS)
+		At{ps, "redis.tls"}.ValidateClientTLS(r.TLS)
 	case r.TLS.Set():
 		ps.add("redis.tls.enabled", 0, "tls settings are given but enabled is false: set enabled: true (or remove them)")
 	}

@@ -180,9 +180,5 @@ func loadCAs(file string) (*x509.CertPool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the CA file: %w", err)
 	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s holds no PEM certificate", file)
-	}
-	return pool, nil
+	return config.ParseCertPool(pem, file)
 }

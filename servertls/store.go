@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"log"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/observe"
 )
 
@@ -42,6 +42,7 @@ type loaded struct {
 
 type metrics struct {
 	handshakes *prometheus.CounterVec // dubbogw_tls_handshakes_total{result}
+	ok, failed prometheus.Counter     // its two series, resolved once: counted per handshake
 	reloads    *prometheus.CounterVec // dubbogw_tls_reloads_total{result}
 	notAfter   *prometheus.GaugeVec   // dubbogw_tls_cert_not_after_seconds{cert_file}
 }
@@ -95,9 +96,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if m.notAfter, err = observe.Register(reg, m.notAfter); err != nil {
 		return nil, err
 	}
-	for _, r := range []string{"ok", "error"} {
-		m.handshakes.WithLabelValues(r)
-	}
+	m.ok, m.failed = m.handshakes.WithLabelValues("ok"), m.handshakes.WithLabelValues("error")
 	for _, r := range []string{"loaded", "rejected"} {
 		m.reloads.WithLabelValues(r)
 	}
@@ -107,26 +106,61 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 // TLSConfig is the configuration the listener's server is given.
 func (s *Store) TLSConfig() *tls.Config { return s.base }
 
-// load reads every file and builds the configuration of handshakes.
-func (s *Store) load() (*loaded, error) {
+// files are the contents of every file handshakes are served from:
+// each certificate and its key, in order, then the client CAs.
+type files struct {
+	pems [][]byte
+	sum  [sha256.Size]byte
+}
+
+// read reads the files; their sum says whether anything changed.
+func (s *Store) read() (files, error) {
+	var f files
 	h := sha256.New()
-	certs := make([]tls.Certificate, 0, len(s.cfg.Certificates))
+	add := func(path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		f.pems = append(f.pems, b)
+		h.Write(b)
+		return nil
+	}
 	for _, c := range s.cfg.Certificates {
-		certPEM, err := os.ReadFile(c.CertFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", c.CertFile, err)
+		if err := add(c.CertFile); err != nil {
+			return f, err
 		}
-		keyPEM, err := os.ReadFile(c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", c.KeyFile, err)
+		if err := add(c.KeyFile); err != nil {
+			return f, err
 		}
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	}
+	if s.cfg.ClientCAFile != "" {
+		if err := add(s.cfg.ClientCAFile); err != nil {
+			return f, err
+		}
+	}
+	h.Sum(f.sum[:0])
+	return f, nil
+}
+
+// load reads the files and builds the configuration of handshakes.
+func (s *Store) load() (*loaded, error) {
+	f, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	return s.build(f)
+}
+
+// build parses what read found.
+func (s *Store) build(f files) (*loaded, error) {
+	certs := make([]tls.Certificate, 0, len(s.cfg.Certificates))
+	for i, c := range s.cfg.Certificates {
+		pair, err := tls.X509KeyPair(f.pems[2*i], f.pems[2*i+1])
 		if err != nil {
 			return nil, fmt.Errorf("loading %s and %s: %w", c.CertFile, c.KeyFile, err)
 		}
 		certs = append(certs, pair)
-		h.Write(certPEM)
-		h.Write(keyPEM)
 	}
 	version, err := minVersion(s.cfg.MinVersion)
 	if err != nil {
@@ -137,7 +171,7 @@ func (s *Store) load() (*loaded, error) {
 		MinVersion:   version,
 		NextProtos:   []string{"http/1.1"},
 		VerifyConnection: func(tls.ConnectionState) error {
-			s.m.handshakes.WithLabelValues("ok").Inc()
+			s.m.ok.Inc()
 			return nil
 		},
 	}
@@ -151,53 +185,53 @@ func (s *Store) load() (*loaded, error) {
 		tc.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	if s.cfg.ClientCAFile != "" {
-		caPEM, err := os.ReadFile(s.cfg.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", s.cfg.ClientCAFile, err)
+		if tc.ClientCAs, err = config.ParseCertPool(f.pems[len(f.pems)-1], s.cfg.ClientCAFile); err != nil {
+			return nil, err
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(caPEM) {
-			return nil, fmt.Errorf("%s holds no PEM certificate", s.cfg.ClientCAFile)
-		}
-		tc.ClientCAs = pool
-		h.Write(caPEM)
 	}
-	l := &loaded{tls: tc}
-	h.Sum(l.sum[:0])
-	return l, nil
+	return &loaded{tls: tc, sum: f.sum}, nil
 }
 
-// Run checks the files every reload_interval until ctx ends, loading
-// them again when their content changed.
+// Run checks the files every reload_interval until ctx ends, and builds
+// the configuration again when their content changed: an unchanged file
+// costs a read and a hash, never a parse.
 func (s *Store) Run(ctx context.Context) {
 	t := time.NewTicker(s.cfg.ReloadInterval.D())
 	defer t.Stop()
-	var refused [sha256.Size]byte // the last content refused: logged once
+	var refused [sha256.Size]byte // the content last refused: logged and counted once
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		l, err := s.load()
-		cur := s.cur.Load()
-		switch {
-		case err != nil:
+		f, err := s.read()
+		if err == nil && (f.sum == s.cur.Load().sum || f.sum == refused) {
+			continue
+		}
+		var l *loaded
+		if err == nil {
+			l, err = s.build(f)
+		}
+		if err != nil {
 			// Also what a rotation looks like between the writes of the
 			// certificate and of its key: the next check loads both.
-			sum := sha256.Sum256([]byte(err.Error()))
+			sum := f.sum
+			if sum == ([sha256.Size]byte{}) { // a file could not be read: the error tells it apart
+				sum = sha256.Sum256([]byte(err.Error()))
+			}
 			if sum != refused {
 				refused = sum
 				s.m.reloads.WithLabelValues("rejected").Inc()
 				s.log.Warn("TLS certificates changed but do not load; the previous ones keep serving", "error", err)
 			}
-		case l.sum != cur.sum:
-			refused = [sha256.Size]byte{}
-			s.cur.Store(l)
-			s.publishExpiry(l)
-			s.m.reloads.WithLabelValues("loaded").Inc()
-			s.log.Info("TLS certificates reloaded; new handshakes use them", "certificates", len(l.tls.Certificates))
+			continue
 		}
+		refused = [sha256.Size]byte{}
+		s.cur.Store(l)
+		s.publishExpiry(l)
+		s.m.reloads.WithLabelValues("loaded").Inc()
+		s.log.Info("TLS certificates reloaded; new handshakes use them", "certificates", len(l.tls.Certificates))
 	}
 }
 
@@ -225,7 +259,7 @@ type errorWriter struct {
 
 func (w *errorWriter) Write(p []byte) (int, error) {
 	if bytes.Contains(p, []byte("TLS handshake error")) {
-		w.s.m.handshakes.WithLabelValues("error").Inc()
+		w.s.m.failed.Inc()
 	}
 	w.log.Debug(strings.TrimSpace(string(p)), "listener", "tls")
 	return len(p), nil
