@@ -108,7 +108,6 @@ routes:
 	cmd := exec.Command("/dubbogw", "run", "--config", "/etc/dubbogw/config/config.yaml")
 	cmd.Dir = "/"
 	cmd.Env = []string{} // nothing from the environment either
-	cmd.Path = "/dubbogw"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -587,7 +587,7 @@ func TestRepeatedSignal(t *testing.T) {
 listen: "127.0.0.1:0"
 admin: {listen: "127.0.0.1:0"}
 access_log: {enabled: false}
-shutdown: {delay: 3s}
+shutdown: {delay: 6s}
 upstreams:
   u: {targets: [{url: "http://127.0.0.1:1"}]}
 routes:
@@ -627,7 +627,7 @@ routes:
 	p := start()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	testenv.WaitFor(t, 10*time.Second, "the drain logged", func() bool { return p.logged(draining) })
-	time.Sleep(1500 * time.Millisecond) // past secondSignalAfter, inside the 3 s delay
+	time.Sleep(1500 * time.Millisecond) // past secondSignalAfter, well inside the 6 s delay
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	var exit *exec.ExitError
 	if err := waitExit(t, p); !errors.As(err, &exit) || exit.ExitCode() != 1 || !p.logged("second signal: exiting without draining") {
