@@ -53,6 +53,13 @@ func connectZK(t *testing.T, addr string) *zk.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
+	// Connect returns before the session is up, its goroutines still
+	// starting, and tests that count goroutines take their baseline after
+	// this: one round trip has both the send and the receive loop running
+	// (a fresh-clone run once counted the admin session's loops as leaked).
+	if _, _, err := conn.Exists("/"); err != nil {
+		t.Fatalf("first request on the admin ZooKeeper session: %v", err)
+	}
 	return conn
 }
 
