@@ -37,7 +37,8 @@ type Provider struct {
 // weight, warmup and timestamp are taken out of params, pid (the
 // provider's process id, which no rule reads) is dropped, and the rest is
 // kept in Params: the providers of one service then usually share one
-// Params. A parameter that is not an integer is an error naming it.
+// Params. A parameter that is not an integer is an error naming it (not
+// the address: the caller says which provider it was building).
 func NewProvider(addr string, params map[string]string) (*Provider, error) {
 	p := &Provider{Addr: addr, Weight: DefaultWeight, Warmup: DefaultWarmup}
 	var rest map[string]string
@@ -46,7 +47,7 @@ func NewProvider(addr string, params map[string]string) (*Provider, error) {
 		case "weight", "warmup", "timestamp":
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("provider %s: parameter %s=%q is not an integer", addr, k, v)
+				return nil, fmt.Errorf("parameter %s=%q is not an integer", k, v)
 			}
 			switch k {
 			case "weight":

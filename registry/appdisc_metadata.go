@@ -464,50 +464,86 @@ func appdiscHessianType(v any) string {
 // m, so m may be cached while they are changed.
 func (m *MetadataInfo) ProviderURLs(inst *Instance) (urls []*ProviderURL, skipped []string) {
 	endpointPort := inst.EndpointPort("dubbo")
+	for _, o := range m.Offers() {
+		if o.Skip != "" {
+			skipped = append(skipped, o.Key+": "+o.Skip)
+			continue
+		}
+		addr, ok := o.Addr(inst.Host, endpointPort)
+		if !ok {
+			skipped = append(skipped, o.Key+": "+NoPortReason)
+			continue
+		}
+		u := *o.URL
+		u.Addr = addr
+		urls = append(urls, &u)
+	}
+	return urls, skipped
+}
+
+// NoPortReason is why an offer an instance cannot be reached at is
+// skipped: Offer.Addr found no port.
+const NoPortReason = "no port: the instance has no dubbo endpoint and the service gives none"
+
+// Offer is one service of a metadata revision, as every instance at that
+// revision offers it: the provider URL but for its address, which is the
+// instance's (Addr).
+type Offer struct {
+	Key string // the service's key in MetadataInfo.Services
+	// Skip, when set, is why the service cannot be called: another
+	// protocol, or no interface. URL is then nil.
+	Skip string
+	URL  *ProviderURL // Addr empty; shared: copy it to change it
+	Port int          // the service's own port (ServiceInfo.Port)
+}
+
+// Offers returns every service of m in the order of their keys, as
+// ProviderURLs describes them but for the address: what the instances of
+// one revision share, so it can be worked out once for all of them.
+func (m *MetadataInfo) Offers() []Offer {
+	offers := make([]Offer, 0, len(m.Services))
 	for _, key := range appdiscSortedKeys(m.Services) {
 		s := m.Services[key]
 		if s == nil {
 			continue
 		}
-		if s.Protocol != "dubbo" {
-			skipped = append(skipped, fmt.Sprintf("%s: protocol %q: only dubbo is spoken", key, s.Protocol))
-			continue
-		}
-		port := endpointPort
-		if port <= 0 {
-			port = s.Port
-		}
-		if port <= 0 || port > 65535 {
-			skipped = append(skipped, key+": no port: the instance has no dubbo endpoint and the service gives none")
-			continue
-		}
+		o := Offer{Key: key, Port: s.Port}
 		iface := s.Name
 		if iface == "" {
 			iface = s.Path
 		}
-		if iface == "" {
-			skipped = append(skipped, key+": no interface: neither path nor name is given")
-			continue
+		switch {
+		case s.Protocol != "dubbo":
+			o.Skip = fmt.Sprintf("protocol %q: only dubbo is spoken", s.Protocol)
+		case iface == "":
+			o.Skip = "no interface: neither path nor name is given"
+		default:
+			params := make(url.Values, s.Params.Len()+3)
+			for k, v := range s.Params.All() {
+				params[k] = []string{v}
+			}
+			appdiscDefault(params, "group", s.Group)
+			appdiscDefault(params, "version", s.Version)
+			appdiscDefault(params, "interface", iface)
+			o.URL = &ProviderURL{Protocol: "dubbo", Interface: iface, Params: params}
 		}
-		params := make(url.Values, s.Params.Len()+3)
-		for k, v := range s.Params.All() {
-			params[k] = []string{v}
-		}
-		appdiscDefault(params, "group", s.Group)
-		appdiscDefault(params, "version", s.Version)
-		if s.Name != "" {
-			appdiscDefault(params, "interface", s.Name)
-		} else {
-			appdiscDefault(params, "interface", s.Path)
-		}
-		urls = append(urls, &ProviderURL{
-			Protocol:  "dubbo",
-			Addr:      net.JoinHostPort(inst.Host, strconv.Itoa(port)),
-			Interface: iface,
-			Params:    params,
-		})
+		offers = append(offers, o)
 	}
-	return urls, skipped
+	return offers
+}
+
+// Addr is where an instance on host offers o: at its own dubbo endpoint's
+// port (endpointPort, Instance.EndpointPort("dubbo")) when it has one, else
+// at the service's port; false when neither is a port.
+func (o *Offer) Addr(host string, endpointPort int) (string, bool) {
+	port := endpointPort
+	if port <= 0 {
+		port = o.Port
+	}
+	if port <= 0 || port > 65535 {
+		return "", false
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), true
 }
 
 // appdiscDefault sets params[k] to v when v is not empty and params has no

@@ -92,5 +92,9 @@ func (p *ProviderURL) Provider() (*cluster.Provider, error) {
 			params[k] = v[0]
 		}
 	}
-	return cluster.NewProvider(p.Addr, params)
+	c, err := cluster.NewProvider(p.Addr, params)
+	if err != nil && p.Addr != "" {
+		err = fmt.Errorf("provider %s: %w", p.Addr, err)
+	}
+	return c, err
 }

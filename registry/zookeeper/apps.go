@@ -63,7 +63,7 @@ const leaveGrace = 500 * time.Millisecond
 // awaitingMetadata reports whether the instance's metadata has been
 // neither fetched nor given up on once.
 func (in *instanceState) awaitingMetadata() bool {
-	return in.inst != nil && in.meta != nil && in.meta.info == nil && in.meta.failures == 0
+	return in.inst != nil && in.meta != nil && !in.meta.known && in.meta.failures == 0
 }
 
 // apps are the applications the mapping nodes of live interfaces name:
@@ -343,8 +343,8 @@ func (ap *apps) applyMetadata(a *appState, in *instanceState) {
 	switch e := in.meta; {
 	case e == nil || in.inst == nil:
 		return
-	case e.info != nil:
-		in.nodes = ap.instanceNodes(a, in, e.info)
+	case e.known:
+		in.nodes = ap.instanceNodes(a, in, e.offers)
 	case e.failures > 0:
 		in.nodes = nil
 	default:
@@ -353,30 +353,14 @@ func (ap *apps) applyMetadata(a *appState, in *instanceState) {
 	ap.dirtyUsers(a)
 }
 
-// instanceNodes are the providers in offers according to its metadata.
-func (ap *apps) instanceNodes(a *appState, in *instanceState, info *registry.MetadataInfo) []*providerNode {
-	urls, skipped := info.ProviderURLs(in.inst)
-	for _, reason := range skipped {
+// instanceNodes are the providers in offers, its metadata's services.
+func (ap *apps) instanceNodes(a *appState, in *instanceState, offers []nodeOffer) []*providerNode {
+	origin := &nodeOrigin{app: a.name, instance: in.child, revision: in.inst.Revision}
+	return offerNodes(offers, in.inst, origin, func(service, reason string) {
 		ap.z.skipped.Add(1)
 		ap.z.log.Warn("skipping a service of an application instance", "app", a.name, "instance", in.child,
-			"revision", in.inst.Revision, "reason", reason)
-	}
-	nodes := make([]*providerNode, 0, len(urls))
-	origin := &nodeOrigin{app: a.name, instance: in.child, revision: in.inst.Revision}
-	for _, u := range urls {
-		n, reason := newProviderNode(u)
-		if n == nil {
-			if reason != "" {
-				ap.z.skipped.Add(1)
-				ap.z.log.Warn("skipping a service of an application instance", "app", a.name, "instance", in.child,
-					"revision", in.inst.Revision, "service", u.Interface, "reason", reason)
-			}
-			continue
-		}
-		n.origin = origin
-		nodes = append(nodes, n)
-	}
-	return nodes
+			"revision", in.inst.Revision, "service", service, "reason", reason)
+	})
 }
 
 // dirtyUsers has the interfaces using a published again.

@@ -28,8 +28,12 @@ type metaEntry struct {
 	users int // live instances whose metadata this is
 	// holders are those instances, with their applications (in practice
 	// one: the key names the instance).
-	holders  map[*instanceState]*appState
-	info     *registry.MetadataInfo
+	holders map[*instanceState]*appState
+	// known says the metadata was fetched; offers are its services, made
+	// ready for the instances at its revision (the parsed metadata itself
+	// is not kept).
+	known    bool
+	offers   []nodeOffer
 	fetching bool
 	failures int
 	retryAt  time.Time
@@ -80,7 +84,7 @@ func (ap *apps) useMeta(a *appState, in *instanceState, e *metaEntry) {
 		if e.users++; e.users == 1 {
 			ap.metaInUse++
 		}
-		if e.info == nil && !e.fetching {
+		if !e.known && !e.fetching {
 			ap.toFetch.add(e)
 		}
 	}
@@ -116,7 +120,7 @@ func (ap *apps) fetchDue() {
 	now := time.Now()
 	for e := range ap.toFetch.all() {
 		inst := e.instance()
-		if e.users == 0 || e.info != nil || e.fetching || inst == nil {
+		if e.users == 0 || e.known || e.fetching || inst == nil {
 			ap.toFetch.remove(e) // useMeta or a failed fetch puts it back when due again
 			continue
 		}
@@ -231,7 +235,7 @@ func (ap *apps) onMetadata(m metaResult) {
 			"failures", e.failures, "retry_in", backoff)
 		ap.toFetch.add(e) // again at retryAt, if still in use
 	} else {
-		e.info, e.failures, e.lastErr = m.info, 0, ""
+		e.known, e.offers, e.failures, e.lastErr = true, nodeOffers(m.info), 0, ""
 	}
 	for in, a := range e.holders {
 		ap.applyMetadata(a, in)

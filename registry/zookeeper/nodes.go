@@ -119,6 +119,67 @@ func newProviderNode(u *registry.ProviderURL) (*providerNode, string) {
 	return &providerNode{match: unique.Make(match), provider: p}, ""
 }
 
+// nodeOffer is one service of a metadata revision made ready for the
+// instances at that revision, which differ only in their address: the
+// provider node parsed once (its address empty), or, in Skip, why the
+// service is not used.
+type nodeOffer struct {
+	registry.Offer // URL dropped once parsed into node
+	node           providerNode
+}
+
+// nodeOffers prepares the services of a fetched metadata for its
+// instances (apps.instanceNodes).
+func nodeOffers(info *registry.MetadataInfo) []nodeOffer {
+	offers := info.Offers()
+	nodes := make([]nodeOffer, len(offers))
+	for i, o := range offers {
+		nodes[i].Offer = o
+		if o.Skip != "" {
+			continue
+		}
+		n, reason := newProviderNode(o.URL)
+		if n == nil {
+			nodes[i].Skip = reason
+		} else {
+			nodes[i].node = *n
+		}
+		nodes[i].URL = nil
+	}
+	return nodes
+}
+
+// offerNodes are the providers inst offers, its revision's offers each
+// with the instance's address; skip is told each offer it cannot use.
+func offerNodes(offers []nodeOffer, inst *registry.Instance, origin *nodeOrigin, skip func(service, reason string)) []*providerNode {
+	nodes := make([]*providerNode, 0, len(offers))
+	endpointPort := inst.EndpointPort("dubbo")
+	lastPort, lastAddr := -1, "" // the address last made, and its port (never -1)
+	for i := range offers {
+		o := &offers[i]
+		if o.Skip != "" {
+			skip(o.Key, o.Skip)
+			continue
+		}
+		port := endpointPort
+		if port <= 0 {
+			port = o.Port
+		}
+		if port != lastPort { // the services of an instance mostly share one port
+			addr, ok := o.Addr(inst.Host, endpointPort)
+			if !ok {
+				skip(o.Key, registry.NoPortReason)
+				continue
+			}
+			lastPort, lastAddr = port, addr
+		}
+		p := *o.node.provider
+		p.Addr = lastAddr
+		nodes = append(nodes, &providerNode{match: o.node.match, provider: &p, origin: origin})
+	}
+	return nodes
+}
+
 // speaksHessian2 reports whether a provider accepts hessian2: it names no
 // serialization (Dubbo's default is hessian2), names hessian2, or lists
 // hessian2 among those it prefers (Dubbo 3 negotiates from that list).
