@@ -100,6 +100,13 @@ type Conn struct {
 	watchersLock sync.Mutex
 	closeChan    chan struct{} // channel to tell send loop stop
 
+	// noWatchChannels (WithoutWatchChannels): a watch is recorded as
+	// callbackOnly, with no channel of its own; watchSet is what GetW,
+	// ChildrenW and ExistsW return then.
+	noWatchChannels bool
+	callbackOnly    []chan Event // one nil channel, shared
+	watchSet        chan Event
+
 	// Debug (used by unit tests)
 	reconnectLatch   chan struct{}
 	setWatchLimit    int
@@ -267,6 +274,19 @@ type EventCallback func(Event)
 func WithEventCallback(cb EventCallback) connOption {
 	return func(c *Conn) {
 		c.eventCallback = cb
+	}
+}
+
+// WithoutWatchChannels has watch events reach the event callback
+// (WithEventCallback) only: GetW, ChildrenW and ExistsW then make no channel
+// per watch (about 180 bytes each) and return one shared channel that never
+// receives, non-nil when a watch was set. (dubbogw: a registry keeps tens of
+// thousands of watches and takes their events from the callback.)
+func WithoutWatchChannels() connOption {
+	return func(c *Conn) {
+		c.noWatchChannels = true
+		c.callbackOnly = []chan Event{nil}
+		c.watchSet = make(chan Event)
 	}
 }
 
@@ -549,8 +569,10 @@ func (c *Conn) notifyWatches(ev Event) {
 		wpt := watchPathType{ev.Path, t}
 		if watchers := c.watchers[wpt]; len(watchers) > 0 {
 			for _, ch := range watchers {
-				ch <- ev
-				close(ch)
+				if ch != nil { // nil: callbackOnly
+					ch <- ev
+					close(ch)
+				}
 			}
 			delete(c.watchers, wpt)
 		}
@@ -567,8 +589,10 @@ func (c *Conn) invalidateWatches(err error) {
 			ev := Event{Type: EventNotWatching, State: StateDisconnected, Path: pathType.path, Err: err}
 			c.sendEvent(ev) // also publish globally
 			for _, ch := range watchers {
-				ch <- ev
-				close(ch)
+				if ch != nil { // nil: callbackOnly
+					ch <- ev
+					close(ch)
+				}
 			}
 		}
 		c.watchers = make(map[watchPathType][]chan Event)
@@ -884,8 +908,14 @@ func (c *Conn) addWatcher(path string, watchType watchType) <-chan Event {
 	c.watchersLock.Lock()
 	defer c.watchersLock.Unlock()
 
-	ch := make(chan Event, 1)
 	wpt := watchPathType{path, watchType}
+	if c.noWatchChannels {
+		if _, ok := c.watchers[wpt]; !ok {
+			c.watchers[wpt] = c.callbackOnly // len == cap: never appended to in place
+		}
+		return c.watchSet
+	}
+	ch := make(chan Event, 1)
 	c.watchers[wpt] = append(c.watchers[wpt], ch)
 	return ch
 }

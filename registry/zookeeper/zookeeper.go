@@ -287,6 +287,7 @@ func (z *Registry) connect() (*zkClient, error) {
 			c.onEvent(ev)
 			z.poke()
 		}),
+		zk.WithoutWatchChannels(), // events come from the callback: no channel kept per watch
 		zk.WithLogger(zkLogger{z.log}),
 		zk.WithLogInfo(false))
 	if err != nil {
