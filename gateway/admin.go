@@ -79,7 +79,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 		body["pending"] = rd.pending[:min(len(rd.pending), shown)]
 	}
 	if !rd.ok {
-		writeJSON(w, http.StatusServiceUnavailable, body)
+		writeJSON(w, r, http.StatusServiceUnavailable, body)
 		return
 	}
 	var degraded []string
@@ -107,7 +107,7 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	if len(degraded) > 0 {
 		body["degraded"] = degraded
 	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, r, http.StatusOK, body)
 }
 
 // readiness is what /readyz says of the gateway (and /admin/summary shows).
@@ -193,7 +193,7 @@ func (g *Gateway) adminRoutes(w http.ResponseWriter, r *http.Request) {
 		}
 		out = append(out, v)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"routes": out})
+	writeJSON(w, r, http.StatusOK, map[string]any{"routes": out})
 }
 
 func (g *Gateway) adminUpstreams(w http.ResponseWriter, r *http.Request) {
@@ -212,7 +212,7 @@ func (g *Gateway) adminUpstreams(w http.ResponseWriter, r *http.Request) {
 	for _, n := range names {
 		out = append(out, view{Name: n, Policy: proxy.UpstreamsOf(t.cfg)[n].Policy, Targets: t.upstreams[n].Targets()})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"upstreams": out})
+	writeJSON(w, r, http.StatusOK, map[string]any{"upstreams": out})
 }
 
 // adminServices lists each registry's state and, per subscribed service
@@ -322,7 +322,7 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 		last := services[len(services)-1]
 		body["next"] = last.Registry + "/" + last.Service
 	}
-	writeJSON(w, http.StatusOK, body)
+	writeJSON(w, r, http.StatusOK, body)
 }
 
 // routeBreakers are a Dubbo route's provider breakers, by address.
@@ -405,7 +405,7 @@ func (g *Gateway) adminBreakers(w http.ResponseWriter, r *http.Request) {
 	for _, name := range slices.Sorted(maps.Keys(t.upstreams)) {
 		upstreams = append(upstreams, upstreamView{Name: name, Targets: t.upstreams[name].Targets()})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"routes": routes, "upstreams": upstreams})
+	writeJSON(w, r, http.StatusOK, map[string]any{"routes": routes, "upstreams": upstreams})
 }
 
 // limitView is one in-flight limiter, for /admin/limits.
@@ -439,7 +439,7 @@ func (g *Gateway) adminLimits(w http.ResponseWriter, r *http.Request) {
 			routes = append(routes, newLimitView(rt.name, rt.cfg.AdaptiveConcurrency != nil, rt.limiter))
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	writeJSON(w, r, http.StatusOK, map[string]any{
 		"global": newLimitView(admission.ScopeGlobal, t.cfg.Server.AdaptiveConcurrency != nil, t.global),
 		"routes": routes,
 	})
@@ -448,24 +448,30 @@ func (g *Gateway) adminLimits(w http.ResponseWriter, r *http.Request) {
 // adminConfig shows the active configuration, defaults applied, with its
 // secrets (passwords, tokens, secrets, URL passwords) redacted.
 func (g *Gateway) adminConfig(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, adminui.Redact(g.table.Load().cfg))
+	writeJSON(w, r, http.StatusOK, adminui.Redact(g.table.Load().cfg))
 }
 
 func (g *Gateway) adminReload(w http.ResponseWriter, r *http.Request) {
 	if err := g.Reload(r.Context()); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
+		writeJSON(w, r, http.StatusBadRequest, map[string]any{"error": map[string]any{
 			"code":    "CONFIG_INVALID",
 			"message": "configuration refused; the previous one keeps serving: " + err.Error(),
 		}})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "reloaded", "routes": len(g.table.Load().routes)})
+	writeJSON(w, r, http.StatusOK, map[string]any{"status": "reloaded", "routes": len(g.table.Load().routes)})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON writes v as compact JSON, or indented when the request asks
+// ?pretty (as Kubernetes and Elasticsearch do): indenting doubles the
+// work and the size, which matters for /admin/services on a large
+// registry, and programs read most of these answers.
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if r.URL.RawQuery != "" && r.URL.Query().Has("pretty") {
+		enc.SetIndent("", "  ")
+	}
 	_ = enc.Encode(v)
 }

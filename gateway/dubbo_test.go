@@ -241,9 +241,12 @@ func TestDubboRoutes(t *testing.T) {
 			t.Errorf("%s %s %s: %s %q, want %s containing %q", f.method, f.path, f.body, code, msg, f.code, f.msg)
 		}
 	}
-	if rs := do(t, "GET", tg.admin+"/admin/routes", nil).body; !strings.Contains(rs, `"dubbo": "demo: com.example.demo.UserService.getUser"`) ||
-		!strings.Contains(rs, `"dubbo": "demo: pass-through to com.example.demo.*"`) {
-		t.Errorf("admin/routes does not show Dubbo targets: %s", rs)
+	if rs := do(t, "GET", tg.admin+"/admin/routes", nil).body; !strings.Contains(rs, `"dubbo":"demo: com.example.demo.UserService.getUser"`) ||
+		!strings.Contains(rs, `"dubbo":"demo: pass-through to com.example.demo.*"`) || strings.Count(rs, "\n") != 1 {
+		t.Errorf("admin/routes does not show Dubbo targets in compact JSON: %s", rs)
+	}
+	if rs := do(t, "GET", tg.admin+"/admin/routes?pretty", nil).body; !strings.Contains(rs, "\n      \"dubbo\": \"demo: com.example.demo.UserService.getUser\"") {
+		t.Errorf("admin/routes?pretty is not indented: %s", rs)
 	}
 	m := do(t, "GET", tg.admin+"/metrics", nil).body
 	for _, want := range []string{`dubbogw_errors_total{code="NO_PROVIDER"}`, `dubbogw_errors_total{code="DUBBO_EXCEPTION"}`,

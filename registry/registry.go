@@ -481,30 +481,30 @@ type DirectoryFilter struct {
 
 // Select reports the directories f selects, sorted by service key: at most
 // f.Limit after f.After, and how many match Service and Prefix in all.
-// Only the returned ones are described (their providers read), so its
-// cost is one pass over the keys plus what it returns.
+// Only the returned ones are described (their providers read), and only
+// the f.Limit first keys are kept while the keys are scanned, so its cost
+// is one pass over the keys, which allocates nothing for most, plus what
+// it returns.
 func (s *Directories) Select(f DirectoryFilter) (page []DirectoryStatus, matched int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	type keyed struct {
-		key string
-		e   *dirEntry
+	var first firstKeys
+	if f.Limit > 0 {
+		first.limit = f.Limit
+		first.keys = make([]keyedEntry, 0, min(f.Limit, len(s.dirs)))
 	}
-	var sel []keyed
 	for _, e := range s.dirs {
-		k := e.dir.key.String()
+		k := e.dir.key.String() // no copy unless the key has a group or a version
 		if f.Service != "" && k != f.Service || !strings.HasPrefix(k, f.Prefix) {
 			continue
 		}
 		matched++
 		if f.After == "" || k > f.After {
-			sel = append(sel, keyed{k, e})
+			first.offer(keyedEntry{k, e})
 		}
 	}
-	slices.SortFunc(sel, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
-	if f.Limit > 0 && len(sel) > f.Limit {
-		sel = sel[:f.Limit]
-	}
+	sel := first.keys
+	slices.SortFunc(sel, func(a, b keyedEntry) int { return strings.Compare(a.key, b.key) })
 	page = make([]DirectoryStatus, 0, len(sel))
 	for _, k := range sel {
 		page = append(page, describe(k.key, k.e))
@@ -512,11 +512,60 @@ func (s *Directories) Select(f DirectoryFilter) (page []DirectoryStatus, matched
 	return page, matched
 }
 
+type keyedEntry struct {
+	key string
+	e   *dirEntry
+}
+
+// firstKeys keeps the limit smallest keys offered (all of them when limit
+// is 0), in a max-heap: the largest kept is keys[0], replaced by a smaller
+// one.
+type firstKeys struct {
+	limit int
+	keys  []keyedEntry
+}
+
+func (h *firstKeys) offer(k keyedEntry) {
+	if h.limit == 0 || len(h.keys) < h.limit {
+		h.keys = append(h.keys, k)
+		if h.limit > 0 { // sift up
+			for i := len(h.keys) - 1; i > 0; {
+				parent := (i - 1) / 2
+				if h.keys[parent].key >= h.keys[i].key {
+					break
+				}
+				h.keys[parent], h.keys[i] = h.keys[i], h.keys[parent]
+				i = parent
+			}
+		}
+		return
+	}
+	if k.key >= h.keys[0].key {
+		return
+	}
+	h.keys[0] = k // sift down
+	for i := 0; ; {
+		largest, l, r := i, 2*i+1, 2*i+2
+		if l < len(h.keys) && h.keys[l].key > h.keys[largest].key {
+			largest = l
+		}
+		if r < len(h.keys) && h.keys[r].key > h.keys[largest].key {
+			largest = r
+		}
+		if largest == i {
+			return
+		}
+		h.keys[i], h.keys[largest] = h.keys[largest], h.keys[i]
+		i = largest
+	}
+}
+
 // describe is the status of one directory.
 func describe(key string, e *dirEntry) DirectoryStatus {
+	providers := e.dir.Providers()
 	st := DirectoryStatus{Service: key, State: e.dir.State(), Refs: e.refs,
-		Updated: e.dir.Updated(), Providers: []ProviderStatus{}}
-	for _, p := range e.dir.Providers() {
+		Updated: e.dir.Updated(), Providers: make([]ProviderStatus, 0, len(providers))}
+	for _, p := range providers {
 		o := e.dir.Origin(p.Addr)
 		st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Weight: p.Weight, ProviderOrigin: o})
 		switch {
