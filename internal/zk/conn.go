@@ -10,6 +10,7 @@ Possible watcher events:
 */
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -36,6 +37,7 @@ var DefaultLogger Logger = defaultLogger{}
 
 const (
 	bufferSize      = 1536 * 1024
+	recvBufferStart = 64 * 1024 // dubbogw: see recvLoop
 	eventChanSize   = 6
 	sendChanSize    = 16
 	protectedPrefix = "_c_"
@@ -815,17 +817,22 @@ func (c *Conn) sendLoop() error {
 }
 
 func (c *Conn) recvLoop(conn net.Conn) error {
-	sz := bufferSize
+	// dubbogw: the buffer starts small and grows to the largest packet
+	// (up to maxBufferSize) as below, rather than 1.5 MB per connection;
+	// reads are buffered, so a packet's length and body, and packets that
+	// arrive together, take one read.
+	sz := recvBufferStart
 	if c.maxBufferSize > 0 && sz > c.maxBufferSize {
 		sz = c.maxBufferSize
 	}
 	buf := make([]byte, sz)
+	r := bufio.NewReaderSize(conn, recvBufferStart)
 	for {
 		// package length
 		if err := conn.SetReadDeadline(time.Now().Add(c.recvTimeout)); err != nil {
 			c.logger.Printf("failed to set connection deadline: %v", err)
 		}
-		_, err := io.ReadFull(conn, buf[:4])
+		_, err := io.ReadFull(r, buf[:4])
 		if err != nil {
 			return fmt.Errorf("failed to read from connection: %v", err)
 		}
@@ -838,7 +845,7 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 			buf = make([]byte, blen)
 		}
 
-		_, err = io.ReadFull(conn, buf[:blen])
+		_, err = io.ReadFull(r, buf[:blen])
 		conn.SetReadDeadline(time.Time{})
 		if err != nil {
 			return err

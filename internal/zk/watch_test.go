@@ -1,6 +1,7 @@
 package zk
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -112,3 +113,32 @@ func TestWithoutWatchChannels(t *testing.T) {
 type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
+
+// TestPacketsLargerThanTheFirstBuffer reads a node bigger than the receive
+// buffer a connection starts with (recvBufferStart), and small ones around
+// it, through the buffered reader.
+func TestPacketsLargerThanTheFirstBuffer(t *testing.T) {
+	c, _, err := Connect([]string{testenv.ZooKeeperAddr(t)}, 10*time.Second, WithLogInfo(false), WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	path := fmt.Sprintf("/dubbogw-zk-large-%016x", rand.Uint64())
+	big := make([]byte, 3*recvBufferStart+17)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	if _, err := c.Create(path, big, 0, WorldACL(PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Delete(path, -1) }()
+	for range 3 {
+		data, _, err := c.Get(path)
+		if err != nil || !bytes.Equal(data, big) {
+			t.Fatalf("read %d bytes (%v), want the %d written", len(data), err, len(big))
+		}
+		if ok, _, err := c.Exists("/"); err != nil || !ok {
+			t.Fatalf("a small read after a large one: %v, %v", ok, err)
+		}
+	}
+}

@@ -153,6 +153,12 @@ func nodeOffers(info *registry.MetadataInfo) []nodeOffer {
 // with the instance's address; skip is told each offer it cannot use.
 func offerNodes(offers []nodeOffer, inst *registry.Instance, origin *nodeOrigin, skip func(service, reason string)) []*providerNode {
 	nodes := make([]*providerNode, 0, len(offers))
+	// The instance's nodes and providers live and go together: one
+	// allocation holds them all.
+	backing := make([]struct {
+		node     providerNode
+		provider cluster.Provider
+	}, len(offers))
 	endpointPort := inst.EndpointPort("dubbo")
 	lastPort, lastAddr := -1, "" // the address last made, and its port (never -1)
 	for i := range offers {
@@ -173,9 +179,11 @@ func offerNodes(offers []nodeOffer, inst *registry.Instance, origin *nodeOrigin,
 			}
 			lastPort, lastAddr = port, addr
 		}
-		p := *o.node.provider
-		p.Addr = lastAddr
-		nodes = append(nodes, &providerNode{match: o.node.match, provider: &p, origin: origin})
+		b := &backing[i]
+		b.provider = *o.node.provider
+		b.provider.Addr = lastAddr
+		b.node = providerNode{match: o.node.match, provider: &b.provider, origin: origin}
+		nodes = append(nodes, &b.node)
 	}
 	return nodes
 }
