@@ -38,6 +38,7 @@ var DefaultLogger Logger = defaultLogger{}
 const (
 	bufferSize      = 1536 * 1024
 	recvBufferStart = 64 * 1024 // dubbogw: see recvLoop
+	sendBufferStart = 64 * 1024 // dubbogw: see encodeRequest
 	eventChanSize   = 6
 	sendChanSize    = 16
 	protectedPrefix = "_c_"
@@ -105,6 +106,7 @@ type Conn struct {
 	// noWatchChannels (WithoutWatchChannels): a watch is recorded as
 	// callbackOnly, with no channel of its own; watchSet is what GetW,
 	// ChildrenW and ExistsW return then.
+	sendBufferMax   int // dubbogw: see encodeRequest
 	noWatchChannels bool
 	callbackOnly    []chan Event // one nil channel, shared
 	watchSet        chan Event
@@ -212,7 +214,8 @@ func Connect(servers []string, sessionTimeout time.Duration, options ...connOpti
 		passwd:         emptyPassword,
 		logger:         DefaultLogger,
 		logInfo:        true, // default is true for backwards compatability
-		buf:            make([]byte, bufferSize),
+		buf:            make([]byte, sendBufferStart),
+		sendBufferMax:  bufferSize,
 		resendZkAuthFn: resendZkAuth,
 	}
 
@@ -328,7 +331,8 @@ func WithMaxBufferSize(maxBufferSize int) connOption {
 // where znode is bigger than default 1mb.
 func WithMaxConnBufferSize(maxBufferSize int) connOption {
 	return func(c *Conn) {
-		c.buf = make([]byte, maxBufferSize)
+		c.buf = make([]byte, min(maxBufferSize, sendBufferStart))
+		c.sendBufferMax = maxBufferSize
 	}
 }
 
@@ -744,21 +748,32 @@ func (c *Conn) authenticate() error {
 	return nil
 }
 
+// encodeRequest encodes req's header and packet into c.buf after the
+// length. dubbogw: c.buf starts at sendBufferStart and doubles, up to
+// sendBufferMax (upstream's fixed 1.5 MiB, or WithMaxConnBufferSize), for
+// a request that does not fit.
+func (c *Conn) encodeRequest(req *request) (int, error) {
+	for {
+		header := &requestHeader{req.xid, req.opcode}
+		n, err := encodePacket(c.buf[4:], header)
+		if err == nil {
+			var n2 int
+			n2, err = encodePacket(c.buf[4+n:], req.pkt)
+			n += n2
+		}
+		if err != ErrShortBuffer || len(c.buf) >= c.sendBufferMax {
+			return n, err
+		}
+		c.buf = make([]byte, min(2*len(c.buf), c.sendBufferMax))
+	}
+}
+
 func (c *Conn) sendData(req *request) error {
-	header := &requestHeader{req.xid, req.opcode}
-	n, err := encodePacket(c.buf[4:], header)
+	n, err := c.encodeRequest(req)
 	if err != nil {
 		req.recvChan <- response{-1, err}
 		return nil
 	}
-
-	n2, err := encodePacket(c.buf[4+n:], req.pkt)
-	if err != nil {
-		req.recvChan <- response{-1, err}
-		return nil
-	}
-
-	n += n2
 
 	binary.BigEndian.PutUint32(c.buf[:4], uint32(n))
 

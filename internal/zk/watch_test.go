@@ -114,9 +114,10 @@ type quiet struct{}
 
 func (quiet) Printf(string, ...any) {}
 
-// TestPacketsLargerThanTheFirstBuffer reads a node bigger than the receive
-// buffer a connection starts with (recvBufferStart), and small ones around
-// it, through the buffered reader.
+// TestPacketsLargerThanTheFirstBuffer writes and reads a node bigger than
+// the send and receive buffers a connection starts with (sendBufferStart,
+// recvBufferStart), and small ones around it, through the buffered reader;
+// a request larger than the largest buffer is refused.
 func TestPacketsLargerThanTheFirstBuffer(t *testing.T) {
 	c, _, err := Connect([]string{testenv.ZooKeeperAddr(t)}, 10*time.Second, WithLogInfo(false), WithLogger(quiet{}))
 	if err != nil {
@@ -140,5 +141,11 @@ func TestPacketsLargerThanTheFirstBuffer(t *testing.T) {
 		if ok, _, err := c.Exists("/"); err != nil || !ok {
 			t.Fatalf("a small read after a large one: %v, %v", ok, err)
 		}
+	}
+	if _, err := c.Set(path, make([]byte, c.sendBufferMax), -1); err != ErrShortBuffer {
+		t.Errorf("a request over the largest send buffer: %v, want ErrShortBuffer", err)
+	}
+	if data, _, err := c.Get(path); err != nil || !bytes.Equal(data, big) {
+		t.Errorf("after the refused request: %d bytes (%v)", len(data), err)
 	}
 }
