@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dubbogw/dubbogw/demo"
 )
@@ -18,6 +19,15 @@ type gatewaySpec struct {
 	providerCounts []int // a registry and a route per count: p1, p10, p100
 	routes         int   // total routes, filler routes added to reach it
 	idlePerTarget  int
+	redisTimeout   time.Duration // 0: the gateway's default
+}
+
+// timeoutField is ", timeout: d" for a flow mapping, "" for 0.
+func timeoutField(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return ", timeout: " + d.String()
 }
 
 // measuredRoutes is how many routes gatewayYAML writes before fillers,
@@ -39,9 +49,9 @@ shutdown: {delay: 0s, drain_timeout: 5s}
 # exempt it from the per-client connection cap, as a load balancer in
 # front would be (and as gateways before the cap accept this key too).
 server: {trusted_proxies: ["127.0.0.1/32"]}
-redis: {address: %q}
+redis: {address: %q%s}
 registries:
-`, spec.listen, spec.admin, spec.accessLog, spec.redis)
+`, spec.listen, spec.admin, spec.accessLog, spec.redis, timeoutField(spec.redisTimeout))
 	for _, n := range spec.providerCounts {
 		fmt.Fprintf(&b, "  p%d:\n    providers:\n      %s: [%s]\n", n, demo.UserInterface, quoteJoin(spec.providers[:n]))
 	}
@@ -63,13 +73,13 @@ routes:
     upstream: echo-standard
   - name: auth-http-users
     match: {methods: [GET], path: "/auth/http/users/{id}"}
-    filters: [{rewrite: {strip_prefix: /auth}}, {auth: {key_prefix: %q}}]
+    filters: [{rewrite: {strip_prefix: /auth}}, {auth: {key_prefix: %q%s}}]
     upstream: echo
   - name: auth-api-users
     match: {methods: [GET], path: "/auth/api/users/{id}"}
-    filters: [{auth: {key_prefix: %q}}]
+    filters: [{auth: {key_prefix: %q%s}}]
     dubbo: {registry: p1, interface: %s, method: getUser, params: [{type: java.lang.String, from: path, name: id}]}
-`, spec.upstream, spec.idlePerTarget, spec.upstream, spec.idlePerTarget, spec.tokenPrefix, spec.tokenPrefix, demo.UserInterface)
+`, spec.upstream, spec.idlePerTarget, spec.upstream, spec.idlePerTarget, spec.tokenPrefix, timeoutField(spec.redisTimeout), spec.tokenPrefix, timeoutField(spec.redisTimeout), demo.UserInterface)
 	for _, n := range spec.providerCounts {
 		path := fmt.Sprintf("/p%d/api/users/{id}", n)
 		if n == 1 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -63,6 +64,9 @@ func TestBenchSmoke(t *testing.T) {
 		duration: 100 * time.Millisecond, warmup: 20 * time.Millisecond, rounds: 1,
 		out: out, profile: "always", maxProfiles: 1, profileDir: t.TempDir(),
 		latencyLoad: 0.5, timeout: time.Minute,
+		// Functional checks: not the 50 ms default, which a loaded machine
+		// (the whole suite at once) can miss.
+		redisTimeout: 10 * time.Second,
 	}
 	spec := planSpec{scalingConns: []int{1, 8}, mainConns: 8, routeCounts: []int{baseRoutes, 100}, providerCounts: []int{baseProviders, 10}}
 	var stdout bytes.Buffer
@@ -170,11 +174,13 @@ func TestGatewayYAML(t *testing.T) {
 	for i := range providers {
 		providers[i] = fmt.Sprintf("127.0.0.1:%d", 20000+i)
 	}
-	for _, routes := range []int{baseRoutes, 1000} {
+	for i, routes := range []int{baseRoutes, 1000} {
+		redisTimeout := time.Duration(i) * 10 * time.Second // the default, then 10 s
 		yml := gatewayYAML(gatewaySpec{
 			listen: "127.0.0.1:18080", admin: "127.0.0.1:19090", accessLog: filepath.Join(t.TempDir(), "access.log"),
 			redis: "127.0.0.1:6379", upstream: "http://127.0.0.1:18081", tokenPrefix: "t:",
 			providers: providers, providerCounts: []int{1, 10}, routes: routes, idlePerTarget: 512,
+			redisTimeout: redisTimeout,
 		})
 		path := filepath.Join(t.TempDir(), "gw.yaml")
 		if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
@@ -189,6 +195,10 @@ func TestGatewayYAML(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatalf("%d routes: %v\n%s", routes, err, yml)
+		}
+		if want := cmp.Or(redisTimeout, config.DefaultRedisTimeout.D()); cfg.Redis.Timeout.D() != want ||
+			redisTimeout > 0 && strings.Count(yml, "timeout: 10s") != 3 {
+			t.Errorf("redis timeout %s, want %s (and the two auth filters')", cfg.Redis.Timeout.D(), want)
 		}
 		if len(cfg.Routes) != routes {
 			t.Errorf("%d routes configured, want %d", len(cfg.Routes), routes)

@@ -75,6 +75,11 @@ type options struct {
 	latencyLoad      float64
 	timeout          time.Duration
 	keep             bool
+	// redisTimeout, when set, is the gateways' Redis timeout (redis.timeout
+	// and each auth filter's): the smoke test's functional checks must not
+	// race the default 50 ms on a loaded machine; a measurement keeps the
+	// default.
+	redisTimeout time.Duration
 }
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
@@ -93,6 +98,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.latencyLoad, "latency-load", 0.5, "offered load of the latency runs, as a fraction of the lowest peak at the same connections")
 	fs.DurationVar(&o.timeout, "timeout", 8*time.Minute, "bound on the whole run")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, logs)")
+	fs.DurationVar(&o.redisTimeout, "redis-timeout", 0, "the gateways' Redis timeout, redis.timeout and the auth filters' (default: the gateway's default)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -183,6 +189,7 @@ func bench(ctx context.Context, o *options, spec planSpec, stdout io.Writer, log
 		routeCounts:    spec.routeCounts,
 		providerCounts: spec.providerCounts,
 		maxConns:       maxConns,
+		redisTimeout:   o.redisTimeout,
 	}, logger)
 	if err != nil {
 		return err

@@ -46,6 +46,7 @@ type stackSpec struct {
 	routeCounts    []int // a gateway per count
 	providerCounts []int // the largest is how many provider ports
 	maxConns       int   // keep-alive pools are sized for it
+	redisTimeout   time.Duration
 }
 
 // startTimeout bounds each process's start.
@@ -169,6 +170,7 @@ func (s *stack) startGateway(ctx context.Context, spec stackSpec, routes int, to
 		providerCounts: spec.providerCounts,
 		routes:         routes,
 		idlePerTarget:  spec.maxConns,
+		redisTimeout:   spec.redisTimeout,
 	})
 	path := filepath.Join(s.dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
