@@ -43,24 +43,11 @@ func NewProvider(addr string, params map[string]string) (*Provider, error) {
 	p := &Provider{Addr: addr, Weight: DefaultWeight, Warmup: DefaultWarmup}
 	var rest map[string]string
 	for k, v := range params {
-		switch k {
-		case "weight", "warmup", "timestamp":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("parameter %s=%q is not an integer", k, v)
-			}
-			switch k {
-			case "weight":
-				p.Weight = int(max(min(n, 1<<31-1), -1<<31))
-			case "warmup":
-				p.Warmup = time.Duration(max(n, 0)) * time.Millisecond
-			case "timestamp":
-				if n > 0 {
-					p.Timestamp = time.UnixMilli(n)
-				}
-			}
-		case "pid":
-		default:
+		taken, err := p.TakeParam(k, v)
+		if err != nil {
+			return nil, err
+		}
+		if !taken {
 			if rest == nil {
 				rest = make(map[string]string, len(params))
 			}
@@ -69,6 +56,35 @@ func NewProvider(addr string, params map[string]string) (*Provider, error) {
 	}
 	p.Params = NewParams(rest)
 	return p, nil
+}
+
+// TakeParam applies a URL parameter that is one of p's own fields (weight,
+// warmup, timestamp) or dropped (pid), and reports whether it was one:
+// the others belong in Params. A field's value that is not an integer is
+// an error naming it. NewProvider calls it for each parameter, and so does
+// a registry that builds Params itself.
+func (p *Provider) TakeParam(k, v string) (bool, error) {
+	switch k {
+	case "weight", "warmup", "timestamp":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return true, fmt.Errorf("parameter %s=%q is not an integer", k, v)
+		}
+		switch k {
+		case "weight":
+			p.Weight = int(max(min(n, 1<<31-1), -1<<31))
+		case "warmup":
+			p.Warmup = time.Duration(max(n, 0)) * time.Millisecond
+		case "timestamp":
+			if n > 0 {
+				p.Timestamp = time.UnixMilli(n)
+			}
+		}
+		return true, nil
+	case "pid":
+		return true, nil
+	}
+	return false, nil
 }
 
 // EffectiveWeight is p's weight at now with warm-up, computed as Java

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unique"
 
 	"github.com/dubbogw/dubbogw/cluster"
@@ -146,25 +145,13 @@ func quickProviderNode(raw string) *providerNode {
 		if i > 0 && pairs[i-1].Key == kv.Key {
 			continue
 		}
+		switch taken, err := p.TakeParam(kv.Key, kv.Value); {
+		case err != nil:
+			return nil // the precise path says which
+		case taken:
+			continue
+		}
 		switch kv.Key {
-		case "weight", "warmup", "timestamp":
-			n, err := strconv.ParseInt(kv.Value, 10, 64)
-			if err != nil {
-				return nil // the precise path says which
-			}
-			switch kv.Key {
-			case "weight":
-				p.Weight = int(max(min(n, 1<<31-1), -1<<31))
-			case "warmup":
-				p.Warmup = time.Duration(max(n, 0)) * time.Millisecond
-			case "timestamp":
-				if n > 0 {
-					p.Timestamp = time.UnixMilli(n)
-				}
-			}
-			continue
-		case "pid":
-			continue
 		case "category":
 			if kv.Value != "" && kv.Value != "providers" {
 				return nil
@@ -184,7 +171,7 @@ func quickProviderNode(raw string) *providerNode {
 		}
 		kept = append(kept, kv)
 	}
-	if !speaksHessian2(url.Values{"serialization": {serialization}, "prefer.serialization": {prefer}}) {
+	if !speaksHessian2(serialization, prefer) {
 		return nil
 	}
 	p.Params = cluster.NewParamsSorted(kept)
@@ -238,7 +225,7 @@ func newProviderNode(u *registry.ProviderURL) (*providerNode, string) {
 	if c := u.Params.Get("category"); c != "" && c != "providers" {
 		return nil, fmt.Sprintf("category %q is not providers", c)
 	}
-	if !speaksHessian2(u.Params) {
+	if !speaksHessian2(u.Params.Get("serialization"), u.Params.Get("prefer.serialization")) {
 		return nil, fmt.Sprintf("serialization %q without hessian2 in prefer.serialization: only hessian2 is spoken", u.Params.Get("serialization"))
 	}
 	p, err := u.Provider()
@@ -321,12 +308,13 @@ func offerNodes(offers []nodeOffer, inst *registry.Instance, origin *nodeOrigin,
 
 // speaksHessian2 reports whether a provider accepts hessian2: it names no
 // serialization (Dubbo's default is hessian2), names hessian2, or lists
-// hessian2 among those it prefers (Dubbo 3 negotiates from that list).
-func speaksHessian2(params url.Values) bool {
-	if s := params.Get("serialization"); s == "" || s == "hessian2" {
+// hessian2 among those it prefers (Dubbo 3 negotiates from that list):
+// serialization and prefer are the URL's parameters of those names.
+func speaksHessian2(serialization, prefer string) bool {
+	if serialization == "" || serialization == "hessian2" {
 		return true
 	}
-	for s := range strings.SplitSeq(params.Get("prefer.serialization"), ",") {
+	for s := range strings.SplitSeq(prefer, ",") {
 		if strings.TrimSpace(s) == "hessian2" {
 			return true
 		}
