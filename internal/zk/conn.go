@@ -135,6 +135,11 @@ type request struct {
 	pkt        interface{}
 	recvStruct interface{}
 	recvChan   chan response
+	// dubbogw: done, when set, takes the response instead of recvChan
+	// (queueAsync), at most once (answered guards the second response a
+	// request can get: the tie in queueRequest, then a flush).
+	done     func(response)
+	answered atomic.Bool
 
 	// Because sending and receiving happen in separate go routines, there's
 	// a possible race condition when creating watches from outside the read
@@ -295,6 +300,18 @@ func WithoutWatchChannels() connOption {
 	}
 }
 
+// WithSendQueueSize sets how many requests may wait to be sent (16 by
+// default). An asynchronous request (ChildrenAsync, GetAsync,
+// ExistsAsync) that finds the queue full is answered ErrSendQueueFull, so
+// a caller keeping up to N of them in flight sets at least N. (dubbogw)
+func WithSendQueueSize(n int) connOption {
+	return func(c *Conn) {
+		if n > 0 {
+			c.sendChan = make(chan *request, n)
+		}
+	}
+}
+
 // WithMaxBufferSize sets the maximum buffer size used to read and decode
 // packets received from the Zookeeper server. The standard Zookeeper client for
 // Java defaults to a limit of 1mb. For backwards compatibility, this Go client
@@ -424,6 +441,18 @@ func (c *Conn) connect() error {
 	}
 }
 
+// answer gives the request its response: to done when it has one, once,
+// else on recvChan. (dubbogw: for queueAsync.)
+func (r *request) answer(res response) {
+	if r.done == nil {
+		r.recvChan <- res
+		return
+	}
+	if r.answered.CompareAndSwap(false, true) {
+		r.done(res)
+	}
+}
+
 func (c *Conn) sendRequest(
 	opcode int32,
 	req interface{},
@@ -516,6 +545,7 @@ func (c *Conn) loop(ctx context.Context) {
 		select {
 		case <-c.shouldQuit:
 			c.flushRequests(ErrClosing)
+			c.flushUnsentRequests(ErrClosing) // dubbogw: queueAsync's requests wait for no shouldQuit
 			return
 		default:
 		}
@@ -528,6 +558,7 @@ func (c *Conn) loop(ctx context.Context) {
 		if c.reconnectLatch != nil {
 			select {
 			case <-c.shouldQuit:
+				c.flushUnsentRequests(ErrClosing)
 				return
 			case <-c.reconnectLatch:
 			}
@@ -541,7 +572,7 @@ func (c *Conn) flushUnsentRequests(err error) {
 		default:
 			return
 		case req := <-c.sendChan:
-			req.recvChan <- response{-1, err}
+			req.answer(response{-1, err})
 		}
 	}
 }
@@ -550,7 +581,7 @@ func (c *Conn) flushUnsentRequests(err error) {
 func (c *Conn) flushRequests(err error) {
 	c.requestsLock.Lock()
 	for _, req := range c.requests {
-		req.recvChan <- response{-1, err}
+		req.answer(response{-1, err})
 	}
 	c.requests = make(map[int32]*request)
 	c.requestsLock.Unlock()
@@ -771,7 +802,7 @@ func (c *Conn) encodeRequest(req *request) (int, error) {
 func (c *Conn) sendData(req *request) error {
 	n, err := c.encodeRequest(req)
 	if err != nil {
-		req.recvChan <- response{-1, err}
+		req.answer(response{-1, err})
 		return nil
 	}
 
@@ -780,7 +811,7 @@ func (c *Conn) sendData(req *request) error {
 	c.requestsLock.Lock()
 	select {
 	case <-c.closeChan:
-		req.recvChan <- response{-1, ErrConnectionClosed}
+		req.answer(response{-1, ErrConnectionClosed})
 		c.requestsLock.Unlock()
 		return ErrConnectionClosed
 	default:
@@ -792,7 +823,7 @@ func (c *Conn) sendData(req *request) error {
 	_, err = c.conn.Write(c.buf[:n+4])
 	c.conn.SetWriteDeadline(time.Time{})
 	if err != nil {
-		req.recvChan <- response{-1, err}
+		req.answer(response{-1, err})
 		c.conn.Close()
 		return err
 	}
@@ -913,7 +944,7 @@ func (c *Conn) recvLoop(conn net.Conn) error {
 				if req.recvFunc != nil {
 					req.recvFunc(req, &res, err)
 				}
-				req.recvChan <- response{res.Zxid, err}
+				req.answer(response{res.Zxid, err})
 				if req.opcode == opClose {
 					return io.EOF
 				}
@@ -959,25 +990,148 @@ func (c *Conn) queueRequest(opcode int32, req interface{}, res interface{}, recv
 		case c.sendChan <- rq:
 		case <-time.After(c.connectTimeout * 2):
 			c.logger.Printf("gave up trying to send opClose to server")
-			rq.recvChan <- response{-1, ErrConnectionClosed}
+			rq.answer(response{-1, ErrConnectionClosed})
 		}
 	default:
 		// otherwise avoid deadlocks for dumb clients who aren't aware that
 		// the ZK connection is closed yet.
 		select {
 		case <-c.shouldQuit:
-			rq.recvChan <- response{-1, ErrConnectionClosed}
+			rq.answer(response{-1, ErrConnectionClosed})
 		case c.sendChan <- rq:
 			// check for a tie
 			select {
 			case <-c.shouldQuit:
 				// maybe the caller gets this, maybe not- we tried.
-				rq.recvChan <- response{-1, ErrConnectionClosed}
+				rq.answer(response{-1, ErrConnectionClosed})
 			default:
 			}
 		}
 	}
 	return rq.recvChan
+}
+
+// ErrSendQueueFull is the answer of an asynchronous request that found the
+// send queue full (WithSendQueueSize). (dubbogw)
+var ErrSendQueueFull = errors.New("zk: send queue full")
+
+// queueAsync queues a request whose response goes to done, once, and
+// never blocks: a full send queue answers ErrSendQueueFull at once. done
+// runs on the receive loop (or the goroutine that fails the request), so
+// it must not block or call the Conn. (dubbogw: a caller with many
+// requests in flight needs no goroutine waiting on each.)
+func (c *Conn) queueAsync(opcode int32, req, res any, recvFunc func(*request, *responseHeader, error), done func(response)) {
+	rq := &request{
+		xid:        c.nextXid(),
+		opcode:     opcode,
+		pkt:        req,
+		recvStruct: res,
+		recvFunc:   recvFunc,
+		done:       done,
+	}
+	select {
+	case <-c.shouldQuit:
+		rq.answer(response{-1, ErrConnectionClosed})
+		return
+	default:
+	}
+	select {
+	case c.sendChan <- rq:
+		// The loop flushes the unsent requests once shouldQuit is closed;
+		// one queued after that flush is answered here.
+		select {
+		case <-c.shouldQuit:
+			rq.answer(response{-1, ErrConnectionClosed})
+		default:
+		}
+	default:
+		rq.answer(response{-1, ErrSendQueueFull})
+	}
+}
+
+// ChildrenAsync lists path's children, setting a child watch when watch is
+// true, and calls done once with the result (watched is non-nil when a
+// watch was set), on the receive loop: done must not block or call c.
+// (dubbogw)
+func (c *Conn) ChildrenAsync(path string, watch bool, done func(children []string, watched <-chan Event, err error)) {
+	if err := validatePath(path, false); err != nil {
+		done(nil, nil, err)
+		return
+	}
+	var ech <-chan Event
+	res := &getChildren2Response{}
+	var recv func(*request, *responseHeader, error)
+	if watch {
+		recv = func(_ *request, _ *responseHeader, err error) {
+			if err == nil {
+				ech = c.addWatcher(path, watchTypeChild)
+			}
+		}
+	}
+	c.queueAsync(opGetChildren2, &getChildren2Request{Path: path, Watch: watch}, res, recv, func(r response) {
+		if r.err != nil {
+			done(nil, nil, r.err)
+			return
+		}
+		done(res.Children, ech, nil)
+	})
+}
+
+// GetAsync reads path's data, setting a data watch when watch is true,
+// and calls done once with the result as ChildrenAsync does. (dubbogw)
+func (c *Conn) GetAsync(path string, watch bool, done func(data []byte, watched <-chan Event, err error)) {
+	if err := validatePath(path, false); err != nil {
+		done(nil, nil, err)
+		return
+	}
+	var ech <-chan Event
+	res := &getDataResponse{}
+	var recv func(*request, *responseHeader, error)
+	if watch {
+		recv = func(_ *request, _ *responseHeader, err error) {
+			if err == nil {
+				ech = c.addWatcher(path, watchTypeData)
+			}
+		}
+	}
+	c.queueAsync(opGetData, &getDataRequest{Path: path, Watch: watch}, res, recv, func(r response) {
+		if r.err != nil {
+			done(nil, nil, r.err)
+			return
+		}
+		done(res.Data, ech, nil)
+	})
+}
+
+// ExistsAsync reports whether path exists, as ExistsW does when watch is
+// true (a data watch when it exists, an exists watch when it does not),
+// and calls done once with the result as ChildrenAsync does. (dubbogw)
+func (c *Conn) ExistsAsync(path string, watch bool, done func(exists bool, watched <-chan Event, err error)) {
+	if err := validatePath(path, false); err != nil {
+		done(false, nil, err)
+		return
+	}
+	var ech <-chan Event
+	var recv func(*request, *responseHeader, error)
+	if watch {
+		recv = func(_ *request, _ *responseHeader, err error) {
+			if err == nil {
+				ech = c.addWatcher(path, watchTypeData)
+			} else if err == ErrNoNode {
+				ech = c.addWatcher(path, watchTypeExist)
+			}
+		}
+	}
+	c.queueAsync(opExists, &existsRequest{Path: path, Watch: watch}, &existsResponse{}, recv, func(r response) {
+		switch r.err {
+		case nil:
+			done(true, ech, nil)
+		case ErrNoNode:
+			done(false, ech, nil)
+		default:
+			done(false, nil, r.err)
+		}
+	})
 }
 
 func (c *Conn) request(opcode int32, req interface{}, res interface{}, recvFunc func(*request, *responseHeader, error)) (int64, error) {

@@ -210,8 +210,8 @@ func (ap *apps) fetchMetadata(ctx context.Context, conn *zk.Conn, inst *registry
 // getWithin reads path's data, giving up when ctx ends (the read itself
 // ends at the latest when the client closes).
 func (ap *apps) getWithin(ctx context.Context, conn *zk.Conn, path string) ([]byte, bool, error) {
-	done := make(chan opResult, 1)
-	ap.session.helpers.Go(func() { done <- getData(conn, path) })
+	done := make(chan opResult, 1) // room for the answer after a give-up
+	orAbsent(getData(path, false))(conn, func(r opResult) { done <- r })
 	select {
 	case r := <-done:
 		return r.data, r.exists, r.err

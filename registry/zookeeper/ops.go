@@ -8,8 +8,9 @@ import (
 )
 
 // This file holds the ZooKeeper operations the worker runs, as plain
-// functions of a go-zookeeper connection: they keep no state, and the
-// session runs each on a helper goroutine (session.call).
+// functions of a go-zookeeper connection: they keep no state. Reads are
+// asynchronous (asyncOp: no goroutine waits on one); the rest are
+// blocking calls the session runs on a helper goroutine (session.call).
 
 // opResult is what one ZooKeeper operation returns to the worker.
 type opResult struct {
@@ -18,7 +19,14 @@ type opResult struct {
 	exists   bool            // a read found the node
 	watch    <-chan zk.Event // set when the operation set a watch
 	err      error
+	// next, when set, is the rest of the operation: the result is not
+	// final, and next is started on the same client in its place.
+	next asyncOp
 }
+
+// asyncOp starts an operation on conn and hands its result to done, once,
+// from the client's goroutines: done must not block or call conn.
+type asyncOp func(conn *zk.Conn, done func(opResult))
 
 var errGaveUp = errors.New("no answer within the timeout")
 
@@ -26,103 +34,108 @@ var errGaveUp = errors.New("no answer within the timeout")
 // rather than of the operation: the round of work ends on one.
 func isConnectionError(err error) bool {
 	return errors.Is(err, errGaveUp) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
-		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrClosing)
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrClosing) ||
+		errors.Is(err, zk.ErrSendQueueFull)
 }
 
 // readOp is the operation that reads path's children or data, as its
-// kind says, setting a watch when arm is true.
-func readOp(conn *zk.Conn, path string, kind int, arm bool) func() opResult {
-	data := kind == nodeMapping || kind == nodeInstance
-	switch {
-	case kind == nodeInstance && arm:
-		// An instance node that is gone is not watched for its return:
-		// the application's listing says when it comes back, and an
-		// exists watch on it would be an orphan once it is dropped.
-		return func() opResult { return watchDataIfExists(conn, path) }
-	case data && arm:
-		return func() opResult { return watchData(conn, path) }
-	case data:
-		return func() opResult { return getData(conn, path) }
-	case arm:
-		return func() opResult { return watchChildren(conn, path) }
+// kind says, setting a watch when arm is true. A node that does not exist
+// reads as nothing (exists false); when arm is set, an exists watch then
+// waits for its creation, except for an instance node: the application's
+// listing says when an instance comes back, and an exists watch on it
+// would be an orphan once it is dropped.
+func readOp(path string, kind int, arm bool) asyncOp {
+	var read asyncOp
+	if kind == nodeMapping || kind == nodeInstance {
+		read = getData(path, arm)
+	} else {
+		read = getChildren(path, arm)
 	}
-	return func() opResult { return listChildren(conn, path) }
+	if arm && kind != nodeInstance {
+		return orAwait(path, read, 3)
+	}
+	return orAbsent(read)
 }
 
-// watchData reads path's data and sets a watch: a data watch when the node
-// exists (it fires on a change or the deletion), an exists watch (which
-// fires on its creation) when it does not.
-func watchData(conn *zk.Conn, path string) opResult {
-	return readOrAwait(conn, path, func() (opResult, error) {
-		data, _, ch, err := conn.GetW(path)
-		return opResult{data: data, exists: true, watch: ch}, err
-	})
+func getData(path string, watch bool) asyncOp {
+	return func(conn *zk.Conn, done func(opResult)) {
+		conn.GetAsync(path, watch, func(data []byte, watched <-chan zk.Event, err error) {
+			done(opResult{data: data, exists: err == nil, watch: watched, err: err})
+		})
+	}
 }
 
-// readOrAwait reads path with readW, which sets a watch when the node
-// exists; when it does not, it sets an exists watch instead, which fires
-// on the node's creation.
-func readOrAwait(conn *zk.Conn, path string, readW func() (opResult, error)) opResult {
-	for range 3 {
-		r, err := readW()
-		if err == nil {
+func getChildren(path string, watch bool) asyncOp {
+	return func(conn *zk.Conn, done func(opResult)) {
+		conn.ChildrenAsync(path, watch, func(children []string, watched <-chan zk.Event, err error) {
+			done(opResult{children: children, exists: err == nil, watch: watched, err: err})
+		})
+	}
+}
+
+// orAbsent is read, answering nothing (exists false) when the node does
+// not exist.
+func orAbsent(read asyncOp) asyncOp {
+	return func(conn *zk.Conn, done func(opResult)) {
+		read(conn, func(r opResult) {
+			if errors.Is(r.err, zk.ErrNoNode) {
+				r = opResult{}
+			}
+			done(r)
+		})
+	}
+}
+
+// orAwait is read, which sets a watch when the node exists; when it does
+// not, an exists watch is set instead (awaitCreation), which fires on the
+// node's creation. tries bounds the rounds when the node keeps appearing
+// and disappearing between the two.
+func orAwait(path string, read asyncOp, tries int) asyncOp {
+	return func(conn *zk.Conn, done func(opResult)) {
+		read(conn, func(r opResult) {
+			if errors.Is(r.err, zk.ErrNoNode) {
+				r = opResult{next: awaitCreation(path, read, tries)}
+			}
+			done(r)
+		})
+	}
+}
+
+func awaitCreation(path string, read asyncOp, tries int) asyncOp {
+	return func(conn *zk.Conn, done func(opResult)) {
+		conn.ExistsAsync(path, true, func(exists bool, watched <-chan zk.Event, err error) {
+			switch {
+			case err != nil:
+				done(opResult{err: err})
+			case !exists:
+				done(opResult{watch: watched})
+			case tries <= 1:
+				done(opResult{err: fmt.Errorf("%s keeps appearing and disappearing", path)})
+			default:
+				// Created between the two calls. The exists call then set
+				// a data watch, which fires only if the node's data
+				// changes or it is deleted (and is then read again, which
+				// costs nothing but the read). Read again, for the watch
+				// read sets.
+				done(opResult{next: orAwait(path, read, tries-1)})
+			}
+		})
+	}
+}
+
+// wait runs op on conn and waits for its final result. Every request is
+// answered by the client (with ErrConnectionClosed or ErrClosing when the
+// connection or the client ends), so it returns.
+func wait(conn *zk.Conn, op asyncOp) opResult {
+	results := make(chan opResult, 1)
+	for {
+		op(conn, func(r opResult) { results <- r })
+		r := <-results
+		if r.next == nil {
 			return r
 		}
-		if !errors.Is(err, zk.ErrNoNode) {
-			return opResult{err: err}
-		}
-		exists, _, ch, err := conn.ExistsW(path)
-		if err != nil {
-			return opResult{err: err}
-		}
-		if !exists {
-			return opResult{watch: ch}
-		}
-		// Created between the two calls. ExistsW then set a data watch,
-		// which fires only if the node's data changes or it is deleted; it
-		// is left unread (the client buffers its one event and drops the
-		// channel). Read again, for the watch readW sets.
+		op = r.next
 	}
-	return opResult{err: fmt.Errorf("%s keeps appearing and disappearing", path)}
-}
-
-// watchDataIfExists reads path's data and sets a data watch when the node
-// exists; when it does not, it sets nothing.
-func watchDataIfExists(conn *zk.Conn, path string) opResult {
-	data, _, ch, err := conn.GetW(path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return opResult{}
-	}
-	if err != nil {
-		return opResult{err: err}
-	}
-	return opResult{data: data, exists: true, watch: ch}
-}
-
-func getData(conn *zk.Conn, path string) opResult {
-	data, _, err := conn.Get(path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return opResult{}
-	}
-	return opResult{data: data, exists: err == nil, err: err}
-}
-
-// watchChildren lists path's children and sets a watch: a child watch
-// when the node exists, an exists watch (which fires on its creation) when
-// it does not.
-func watchChildren(conn *zk.Conn, path string) opResult {
-	return readOrAwait(conn, path, func() (opResult, error) {
-		children, _, ch, err := conn.ChildrenW(path)
-		return opResult{children: children, exists: true, watch: ch}, err
-	})
-}
-
-func listChildren(conn *zk.Conn, path string) opResult {
-	children, _, err := conn.Children(path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return opResult{}
-	}
-	return opResult{children: children, exists: err == nil, err: err}
 }
 
 // createEphemeral creates path as an ephemeral node of conn's session,

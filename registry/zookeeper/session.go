@@ -287,12 +287,42 @@ func (s *session) call(target any, op func() opResult) (opResult, bool) {
 // starting nothing, when maxInFlight operations are in the client already
 // or the registry is closing.
 func (s *session) start(target any, op func() opResult) bool {
-	if len(s.inFlight) >= maxInFlight {
+	o := s.started(target)
+	if o == nil {
 		return false
+	}
+	s.goHelper(func() {
+		s.done <- opDone{op: o, res: op()} // never blocks: room for every operation in flight
+	})
+	return true
+}
+
+// startAsync starts op on the client in use, as start does, but with no
+// goroutine waiting on it: the client hands its result to s.done.
+func (s *session) startAsync(target any, op asyncOp) bool {
+	o := s.started(target)
+	if o == nil {
+		return false
+	}
+	s.runAsync(o, op)
+	return true
+}
+
+func (s *session) runAsync(o *startedOp, op asyncOp) {
+	op(s.client.conn, func(r opResult) {
+		s.done <- opDone{op: o, res: r} // never blocks: room for every operation in flight
+	})
+}
+
+// started records an operation about to start, or returns nil when
+// maxInFlight are in the client already or the registry is closing.
+func (s *session) started(target any) *startedOp {
+	if len(s.inFlight) >= maxInFlight {
+		return nil
 	}
 	select {
 	case <-s.z.quit:
-		return false
+		return nil
 	default:
 	}
 	o := &startedOp{target: target, epoch: s.epoch, started: time.Now()}
@@ -300,9 +330,18 @@ func (s *session) start(target any, op func() opResult) bool {
 	if s.z.hooks.started != nil {
 		s.z.hooks.started(len(s.inFlight))
 	}
-	s.goHelper(func() {
-		s.done <- opDone{op: o, res: op()} // never blocks: room for every operation in flight
-	})
+	return o
+}
+
+// continued starts the rest of an operation whose result is not final
+// (opResult.next), on the client it started on, and reports whether it
+// did; the operation stays in flight. The result of an operation of an
+// earlier client or session is taken as it is (finish says it is stale).
+func (s *session) continued(d opDone) bool {
+	if d.res.next == nil || d.op.epoch != s.epoch {
+		return false
+	}
+	s.runAsync(d.op, d.res.next)
 	return true
 }
 

@@ -152,8 +152,7 @@ func (ws *watches) forget(pw *pathWatch) {
 // flight wake the worker.
 func (ws *watches) startRead(pw *pathWatch) bool {
 	arm := !pw.armed
-	op := readOp(ws.session.client.conn, pw.path, pw.kind, arm)
-	if !ws.session.start(pw, op) {
+	if !ws.session.startAsync(pw, readOp(pw.path, pw.kind, arm)) {
 		return false
 	}
 	pw.busy, pw.fired = true, false
@@ -292,7 +291,7 @@ func (ws *watches) readOn(conn *zk.Conn) ([]reading, error) {
 		}
 	}
 	results, err := ws.session.callAll(len(readings), func(i int) opResult {
-		return readOp(conn, readings[i].pw.path, readings[i].pw.kind, true)()
+		return wait(conn, readOp(readings[i].pw.path, readings[i].pw.kind, true))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the live nodes: %w", err)

@@ -13,11 +13,12 @@ import (
 // failed dials, ErrConnectionClosed when a connection drops, or when Close
 // is called), and a connection to a server that accepts but never answers
 // holds requests for up to ten receive timeouts. So the worker never runs
-// one itself. Reads and consumer nodes are started on helper goroutines,
-// up to maxInFlight at once (go-zookeeper pipelines them on its one
-// connection, so a large registry is read at the rate of the link, not one
-// round trip per node), and their results come back to the worker, which
-// takes them in its next step. One that has no answer after Timeout is
+// one itself. Reads are started asynchronously (the client hands their
+// answers to a callback: no goroutine waits on one) and consumer nodes on
+// helper goroutines, up to maxInFlight at once (the client pipelines them
+// on its one connection, so a large registry is read at the rate of the
+// link, not one round trip per node), and their results come back to the
+// worker, which takes them in its next step. One that has no answer after Timeout is
 // counted as failed and nothing new starts for a backoff; it is not
 // started again while it is still in the client, so there is never a
 // second watch call outstanding on a path. The rest (credentials, a
@@ -106,11 +107,11 @@ func (w *worker) run() {
 			return
 		case <-w.z.nudge:
 		case d := <-w.session.done:
-			w.results = append(w.results, d)
+			w.received(d)
 			for more := true; more; { // take every result in at once: one step for them all
 				select {
 				case d := <-w.session.done:
-					w.results = append(w.results, d)
+					w.received(d)
 				default:
 					more = false
 				}
@@ -133,6 +134,14 @@ func (w *worker) run() {
 			w.retryAt = time.Time{}
 		case <-w.session.gc.C:
 		}
+	}
+}
+
+// received keeps a started operation's result for the next step, unless
+// the operation goes on (session.continued).
+func (w *worker) received(d opDone) {
+	if !w.session.continued(d) {
+		w.results = append(w.results, d)
 	}
 }
 

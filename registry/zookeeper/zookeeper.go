@@ -288,6 +288,10 @@ func (z *Registry) connect() (*zkClient, error) {
 			z.poke()
 		}),
 		zk.WithoutWatchChannels(), // events come from the callback: no channel kept per watch
+		// Reads are asynchronous and answered ErrSendQueueFull when the
+		// send queue is full: it holds every operation the worker may
+		// have in flight, and the few it waits for.
+		zk.WithSendQueueSize(2*maxInFlight),
 		zk.WithLogger(zkLogger{z.log}),
 		zk.WithLogInfo(false))
 	if err != nil {
