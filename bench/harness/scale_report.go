@@ -148,8 +148,8 @@ func writeScaleReport(w io.Writer, info scaleInfo, results []*scaleResult) {
 	}
 
 	fmt.Fprintf(w, "\nDetails:\n\n")
-	fmt.Fprintf(w, "| services x providers | layout | nodes written | write | delete | /readyz polls | walks of /admin/services | services incomplete at first 200 | services published after it | peak RSS | RSS after churn | changes/s made | samples (lost) | propagation p90 / max | first answer showing the change p50 / p99 | sampled write p50 | published before the write returned |\n")
-	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(w, "| services x providers | layout | nodes written | write | delete | start CPU | /readyz polls | walks of /admin/services | services incomplete at first 200 | services published after it | peak RSS | RSS after churn | changes/s made | samples (lost) | propagation p90 / max | first answer showing the change p50 / p99 | sampled write p50 | published before the write returned |\n")
+	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range results {
 		walks, polls, incomplete, after := "—", "—", "—", "—"
 		if s := r.startup; s != nil && !s.allKnown.IsZero() {
@@ -167,8 +167,12 @@ func writeScaleReport(w io.Writer, info scaleInfo, results []*scaleResult) {
 			write = fmtDur(quantile(p.writes, 0.5))
 			before = strconv.Itoa(p.beforeReturn)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			sizeLabel(r), r.mode, fmtInt(r.nodes), fmtDur(r.writeTime), fmtDur(r.cleanTime), polls, walks, incomplete, after,
+		startCPU := "—"
+		if r.startCPU > 0 {
+			startCPU = fmtDur(r.startCPU)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			sizeLabel(r), r.mode, fmtInt(r.nodes), fmtDur(r.writeTime), fmtDur(r.cleanTime), startCPU, polls, walks, incomplete, after,
 			fmtMB(r.hwm), fmtMB(r.rssAfter), made, samples, p90max, seen, write, before)
 	}
 	var failed []*scaleResult

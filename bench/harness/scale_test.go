@@ -101,6 +101,11 @@ func TestScaleSmoke(t *testing.T) {
 	if len(details) != 6 {
 		t.Errorf("%d rows of details, want 6:\n%s", len(details), report)
 	}
+	for _, r := range details {
+		if cpu, err := time.ParseDuration(strings.ReplaceAll(r[5], " ", "")); err != nil || cpu <= 0 {
+			t.Errorf("details row %q: start CPU %q is not a duration", r, r[5])
+		}
+	}
 	for _, mode := range o.modes {
 		if !strings.Contains(report, "- "+mode+", 10 x 2 (not the goals' size):") {
 			t.Errorf("no goals for %s:\n%s", mode, report)
