@@ -73,10 +73,9 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 	t := g.table.Load()
 	rd := g.readiness(t)
 	body := map[string]any{"status": rd.status}
-	if len(rd.pending) > 0 {
-		const shown = 20 // a large registry may have thousands unread
-		body["pending_count"] = len(rd.pending)
-		body["pending"] = rd.pending[:min(len(rd.pending), shown)]
+	if rd.pendingCount > 0 {
+		body["pending_count"] = rd.pendingCount
+		body["pending"] = rd.pending
 	}
 	if !rd.ok {
 		writeJSON(w, r, http.StatusServiceUnavailable, body)
@@ -112,10 +111,17 @@ func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
 
 // readiness is what /readyz says of the gateway (and /admin/summary shows).
 type readiness struct {
-	status  string   // ready, starting, draining or "reading the registries"
-	ok      bool     // 200 or 503
-	pending []string // the routes' services not read yet, sorted; only when serving
+	status string // ready, starting, draining or "reading the registries"
+	ok     bool   // 200 or 503
+	// pendingCount counts the routes' services not read yet, pending names
+	// the first pendingShown of them, sorted; only when serving.
+	pendingCount int
+	pending      []string
 }
+
+// pendingShown bounds the unread services /readyz names: a large registry
+// may have thousands.
+const pendingShown = 20
 
 // readiness reports whether the gateway serves: not while starting or
 // draining, nor (strict readiness) before every route's service was read
@@ -127,8 +133,9 @@ func (g *Gateway) readiness(t *table) readiness {
 	case !g.ready.Load():
 		return readiness{status: "starting"}
 	}
-	rd := readiness{status: "ready", ok: true, pending: t.pendingServices()}
-	if len(rd.pending) == 0 {
+	rd := readiness{status: "ready", ok: true}
+	rd.pendingCount, rd.pending = t.pendingServices(pendingShown)
+	if rd.pendingCount == 0 {
 		g.answered.Store(true)
 	} else if !g.answered.Load() && t.cfg.Admin.Readiness != config.ReadinessLenient {
 		rd.status, rd.ok = "reading the registries", false
@@ -136,23 +143,48 @@ func (g *Gateway) readiness(t *table) readiness {
 	return rd
 }
 
-// pendingServices lists, sorted, the service keys of the table's Dubbo
-// method routes that their registry has not answered for yet.
-func (t *table) pendingServices() []string {
+// pendingServices counts the services (a directory per registry and
+// service key) of the table's Dubbo method routes that their registry has
+// not answered for yet, and returns the first max of their keys, sorted. /readyz asks it on every probe while the
+// registries read, so its cost is one pass over the routes and a string
+// per unread service, never a sort of them all.
+func (t *table) pendingServices(max int) (count int, first []string) {
 	if t.allAnswered.Load() {
-		return nil // a directory is pending only until its first answer
+		return 0, nil // a directory is pending only until its first answer
 	}
-	var out []string
+	var seen map[*registry.Directory]struct{} // made at the first unread one
 	for _, rt := range t.routes {
-		if d := rt.dubboDirectory(); d != nil && d.State() == registry.DirPending {
-			out = append(out, d.Key().String())
+		d := rt.dubboDirectory()
+		if d == nil || d.State() != registry.DirPending {
+			continue
 		}
+		if seen == nil {
+			seen = make(map[*registry.Directory]struct{})
+		}
+		if _, dup := seen[d]; dup {
+			continue
+		}
+		seen[d] = struct{}{}
+		first = insertBounded(first, d.Key().String(), max)
 	}
-	if len(out) == 0 {
+	if len(seen) == 0 {
 		t.allAnswered.Store(true)
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return len(seen), first
+}
+
+// insertBounded inserts s into sorted, keeping it sorted and at most max
+// long (the largest are dropped). Distinct directories may share a key
+// (routes of two registries): it is listed once.
+func insertBounded(sorted []string, s string, max int) []string {
+	i, found := slices.BinarySearch(sorted, s)
+	if found || i >= max {
+		return sorted
+	}
+	if len(sorted) == max {
+		sorted = sorted[:max-1]
+	}
+	return slices.Insert(sorted, i, s)
 }
 
 type routeView struct {

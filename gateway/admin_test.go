@@ -3,9 +3,11 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -294,5 +296,26 @@ func TestAdminServicesCostIsThePage(t *testing.T) {
 	}
 	if allocs[2000] > allocs[100]+5 {
 		t.Errorf("one service's page: %.0f allocations with 100 routes, %.0f with 2,000", allocs[100], allocs[2000])
+	}
+}
+
+// TestInsertBounded checks the bounded listing of /readyz's unread
+// services against sorting them all: the first max distinct keys, sorted.
+func TestInsertBounded(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(19, 20))
+	for round := range 500 {
+		max := 1 + rnd.IntN(25)
+		var got, all []string
+		for range rnd.IntN(200) {
+			k := fmt.Sprintf("com.example.S%d", rnd.IntN(80))
+			got = insertBounded(got, k, max)
+			all = append(all, k)
+		}
+		slices.Sort(all)
+		all = slices.Compact(all)
+		want := all[:min(len(all), max)]
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d, max %d: got %v, want %v", round, max, got, want)
+		}
 	}
 }

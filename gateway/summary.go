@@ -154,7 +154,7 @@ func (g *Gateway) summary(now time.Time) summaryView {
 	s := summaryView{
 		Version: g.build.Version, Revision: g.build.Revision, GoVersion: g.build.GoVersion,
 		Started: g.started, Uptime: now.Sub(g.started).Seconds(),
-		Status: ready.status, Ready: ready.ok, Pending: len(ready.pending),
+		Status: ready.status, Ready: ready.ok, Pending: ready.pendingCount,
 		Reload:     g.reloads.view(),
 		ErrorCodes: map[string]uint64{},
 		InFlight:   g.inFlight.Load(),
