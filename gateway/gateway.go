@@ -260,7 +260,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	if g.dataLn, err = lc.Listen(ctx, "tcp", cfg.Listen); err != nil {
 		return fmt.Errorf("data listener: %w", err)
 	}
-	g.dataLn = g.limitConnections(g.dataLn, cfg.Server)
+	g.dataLn = g.limitConnections(g.dataLn, cfg.Server, refusedResponse)
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	if cfg.Server.H2C == nil || *cfg.Server.H2C {

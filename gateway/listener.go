@@ -33,6 +33,13 @@ var refusedResponse = []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: 
 	"X-Content-Type-Options: nosniff\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
 	strconv.Itoa(len(refusedBody)) + "\r\n\r\n" + refusedBody)
 
+// tlsRefusal is the answer of a connection over a cap on the TLS
+// listener: a TLS fatal alert record, internal_error (80), which a TLS
+// client reports as such ("remote error: tls: internal error"), where the
+// plain 503 would read as a protocol error. Sent before the ClientHello is
+// read: the refusal costs no handshake. (TLS has no alert for "busy".)
+var tlsRefusal = []byte{21, 3, 1, 0, 2, 2, 80} // alert, TLS 1.0 record, length 2, fatal, internal_error
+
 // refuseWriteTimeout bounds writing the refusal: a fresh connection's
 // socket buffer takes it at once, the bound is for safety only.
 const refuseWriteTimeout = time.Second
@@ -56,6 +63,7 @@ type limitListener struct {
 	open               prometheus.Gauge
 	rejected           [2]prometheus.Counter // per_ip, total
 	counts             *connCounts           // shared by the plain and the TLS listener
+	refusal            []byte                // refusedResponse, or tlsRefusal on the TLS listener
 
 	lastLog  atomic.Int64 // unix nanoseconds of the last warning
 	unlogged atomic.Int64 // refusals since
@@ -72,9 +80,9 @@ type connCounts struct {
 
 func newConnCounts() *connCounts { return &connCounts{perIP: make(map[netip.Prefix]int)} }
 
-func newLimitListener(ln net.Listener, counts *connCounts, maxTotal, maxPerIP int, writeSlack time.Duration, exempt func(netip.Addr) bool, m *metrics, log *slog.Logger) *limitListener {
+func newLimitListener(ln net.Listener, counts *connCounts, refusal []byte, maxTotal, maxPerIP int, writeSlack time.Duration, exempt func(netip.Addr) bool, m *metrics, log *slog.Logger) *limitListener {
 	return &limitListener{
-		Listener: ln, maxTotal: maxTotal, maxPerIP: maxPerIP, writeSlack: writeSlack, exempt: exempt, log: log,
+		Listener: ln, maxTotal: maxTotal, maxPerIP: maxPerIP, writeSlack: writeSlack, exempt: exempt, log: log, refusal: refusal,
 		open:     m.connections,
 		rejected: [2]prometheus.Counter{m.connRejected.WithLabelValues(rejectPerIP), m.connRejected.WithLabelValues(rejectTotal)},
 		counts:   counts,
@@ -145,7 +153,7 @@ func (l *limitListener) refuse(c net.Conn, reason string) {
 		l.rejected[1].Inc()
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
-	_, _ = c.Write(refusedResponse)
+	_, _ = c.Write(l.refusal)
 	_ = c.Close()
 	n := l.unlogged.Add(1)
 	now := time.Now().UnixNano()
@@ -251,10 +259,11 @@ func (c *limitedConn) Close() error {
 }
 
 // limitConnections wraps a data listener (plain or TLS) in the connection
-// caps of s, counted for both together.
+// caps of s, counted for both together; a connection over a cap is sent
+// refusal and closed.
 // Trusted proxies are looked up in the current route table, so a reload
 // that changes server.trusted_proxies applies to the next connection.
-func (g *Gateway) limitConnections(ln net.Listener, s config.Server) net.Listener {
+func (g *Gateway) limitConnections(ln net.Listener, s config.Server, refusal []byte) net.Listener {
 	var maxTotal, maxPerIP int
 	if s.MaxConnections != nil {
 		maxTotal = *s.MaxConnections
@@ -262,7 +271,7 @@ func (g *Gateway) limitConnections(ln net.Listener, s config.Server) net.Listene
 	if s.MaxConnectionsPerIP != nil {
 		maxPerIP = *s.MaxConnectionsPerIP
 	}
-	return newLimitListener(ln, g.connCounts, maxTotal, maxPerIP, s.WriteTimeout.D()/4, g.trustedPeer, g.metrics, g.log)
+	return newLimitListener(ln, g.connCounts, refusal, maxTotal, maxPerIP, s.WriteTimeout.D()/4, g.trustedPeer, g.metrics, g.log)
 }
 
 // trustedPeer reports whether ip is one of server.trusted_proxies.

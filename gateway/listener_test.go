@@ -44,7 +44,7 @@ func TestTrustedProxiesAreNotCappedPerIP(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := newMetrics(reg, zero)
 	exempt := func(ip netip.Addr) bool { return ip == netip.MustParseAddr("127.0.0.1") }
-	ln := newLimitListener(inner, newConnCounts(), 3, 1, 0, exempt, m, slog.New(slog.DiscardHandler))
+	ln := newLimitListener(inner, newConnCounts(), refusedResponse, 3, 1, 0, exempt, m, slog.New(slog.DiscardHandler))
 	defer ln.Close()
 	accepted := make(chan net.Conn, 10)
 	go func() {
@@ -136,5 +136,56 @@ func TestWriteDeadlineSlack(t *testing.T) {
 	_ = none.SetWriteDeadline(t0.Add(41 * time.Second))
 	if n := len(none.Conn.(*deadlineConn).set); n != 2 {
 		t.Errorf("without a slack %d deadlines were set, want 2", n)
+	}
+}
+
+// TestRefusalReachesAClientThatSentFirst: a client whose request (or
+// ClientHello) is already in the gateway's socket when it is refused still
+// reads the whole refusal, although the close, with that request unread,
+// resets the connection.
+func TestRefusalReachesAClientThatSentFirst(t *testing.T) {
+	for _, refusal := range [][]byte{refusedResponse, tlsRefusal} {
+		inner, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := newMetrics(prometheus.NewRegistry(), zero)
+		ln := newLimitListener(inner, newConnCounts(), refusal, 1, 0, 0, nil, m, slog.New(slog.DiscardHandler))
+		holder, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var clients []net.Conn
+		for range 10 {
+			c, err := net.Dial("tcp", inner.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			clients = append(clients, c)
+		}
+		time.Sleep(200 * time.Millisecond) // the requests are in the gateway's sockets before it accepts
+		go func() {
+			if c, err := ln.Accept(); err == nil { // refuses the ten, then waits
+				c.Close()
+			}
+		}()
+		for i, c := range clients {
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			b, err := io.ReadAll(c)
+			if string(b) != string(refusal) {
+				t.Errorf("client %d read %q (%v), want the refusal", i, b, err)
+			}
+			c.Close()
+		}
+		ln.Close()
+		held.Close()
+		holder.Close()
 	}
 }

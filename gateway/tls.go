@@ -30,7 +30,7 @@ func (g *Gateway) startTLS(ctx context.Context, lc *net.ListenConfig, cfg *confi
 	if err != nil {
 		return fmt.Errorf("tls listener: %w", err)
 	}
-	g.tlsLn = g.limitConnections(ln, cfg.Server)
+	g.tlsLn = g.limitConnections(ln, cfg.Server, tlsRefusal)
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)

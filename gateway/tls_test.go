@@ -356,3 +356,56 @@ routes:
 		}
 	}
 }
+
+// TestTLSConnectionCap: a connection over server.max_connections on the
+// TLS listener is refused with a TLS alert, which clients report (Go's
+// crypto/tls and curl's OpenSSL: "internal error"), not a plain-text 503
+// they would read as a protocol error. It is counted, and the slot is
+// free again once the connection holding it closes.
+func TestTLSConnectionCap(t *testing.T) {
+	f := startTLSGateway(t, "server: {max_connections: 1}")
+	cfg := &tls.Config{RootCAs: f.ca.Pool(), ServerName: "api.example.com"}
+	holder, err := tls.Dial("tcp", f.tlsAddr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	const tries = 20
+	for i := range tries {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", f.tlsAddr, cfg)
+		if err == nil {
+			c.Close()
+			t.Fatalf("try %d: a connection over the cap completed its handshake", i)
+		}
+		if !strings.Contains(err.Error(), "remote error: tls: internal error") {
+			t.Fatalf("try %d: %v, want the gateway's alert", i, err)
+		}
+	}
+	curl := testenv.Tool(t, "curl")
+	_, port, _ := net.SplitHostPort(f.tlsAddr)
+	out, err := exec.Command(curl, "-sS", "--max-time", "10", "--cacert", filepath.Join(f.dir, "ca.pem"),
+		"--resolve", "api.example.com:"+port+":127.0.0.1", "https://api.example.com:"+port+"/x").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "internal error") {
+		t.Errorf("curl over the cap: %v %q, want the alert", err, out)
+	}
+	if n := testenv.MetricValue(t, f.gw.registry, "dubbogw_connections_rejected_total", map[string]string{"reason": "total"}); n != tries+1 {
+		t.Errorf("rejected{reason=total} = %v, want %d", n, tries+1)
+	}
+	// The connection holding the slot serves, and once it is closed the
+	// slot is free.
+	if _, err := holder.Write([]byte("GET /x HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = holder.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if b, _ := io.ReadAll(holder); !strings.HasPrefix(string(b), "HTTP/1.1 200 ") {
+		t.Fatalf("the connection within the cap read %q", b)
+	}
+	testenv.WaitFor(t, 10*time.Second, "a new connection accepted once the slot is free", func() bool {
+		resp, err := f.client("api.example.com", false, 0).Get("https://api.example.com/x")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}
