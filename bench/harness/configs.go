@@ -20,6 +20,9 @@ type gatewaySpec struct {
 	routes         int   // total routes, filler routes added to reach it
 	idlePerTarget  int
 	redisTimeout   time.Duration // 0: the gateway's default
+	// tlsListen, when set, adds the TLS listener of the HTTPS rows,
+	// serving certFile and keyFile.
+	tlsListen, certFile, keyFile string
 }
 
 // timeoutField is ", timeout: d" for a flow mapping, "" for 0.
@@ -50,8 +53,11 @@ shutdown: {delay: 0s, drain_timeout: 5s}
 # front would be (and as gateways before the cap accept this key too).
 server: {trusted_proxies: ["127.0.0.1/32"]}
 redis: {address: %q%s}
-registries:
 `, spec.listen, spec.admin, spec.accessLog, spec.redis, timeoutField(spec.redisTimeout))
+	if spec.tlsListen != "" {
+		fmt.Fprintf(&b, "tls:\n  listen: %q\n  certificates: [{cert_file: %q, key_file: %q}]\n", spec.tlsListen, spec.certFile, spec.keyFile)
+	}
+	b.WriteString("registries:\n")
 	for _, n := range spec.providerCounts {
 		fmt.Fprintf(&b, "  p%d:\n    providers:\n      %s: [%s]\n", n, demo.UserInterface, quoteJoin(spec.providers[:n]))
 	}
@@ -117,7 +123,7 @@ func quoteJoin(ss []string) string {
 // requests per connection would make it reconnect where the gateway and the
 // load generator do not. Its access log goes to a file, buffered as the
 // gateway's is (64 KiB, flushed every second).
-func nginxConf(prefix, listen, upstream string, idle int) string {
+func nginxConf(prefix, listen, upstream string, idle int, tlsListen string, certs *benchCerts) string {
 	return fmt.Sprintf(`# written by bench/harness
 daemon off;
 worker_processes auto;
@@ -149,6 +155,28 @@ http {
             proxy_set_header Connection "";
         }
     }
+%[5]s}
+`, prefix, listen, upstream, idle, nginxTLSServer(tlsListen, certs))
 }
-`, prefix, listen, upstream, idle)
+
+// nginxTLSServer is the server block of the HTTPS rows: the same proxy
+// behind TLS, with the gateway's certificate and what an HTTPS edge
+// sets (TLS 1.2 and 1.3, a shared session cache); "" without tlsListen.
+func nginxTLSServer(tlsListen string, certs *benchCerts) string {
+	if tlsListen == "" {
+		return ""
+	}
+	return fmt.Sprintf(`    server {
+        listen %s ssl;
+        ssl_certificate %s;
+        ssl_certificate_key %s;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_session_cache shared:SSL:10m;
+        location / {
+            proxy_pass http://echo;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+`, tlsListen, certs.certFile, certs.keyFile)
 }

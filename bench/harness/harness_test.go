@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -84,11 +85,13 @@ func TestBenchSmoke(t *testing.T) {
 			rows = append(rows, line)
 		}
 	}
-	// 1, 8 conns: rows 1–4 each; at 8: standard transport, two auth rows, 100 routes, 10 providers.
-	if len(rows) != 13 {
-		t.Fatalf("%d table rows, want 13:\n%s", len(rows), report)
+	// 1, 8 conns: rows 1–4 each; at 8: standard transport, the two HTTPS
+	// rows, two auth rows, 100 routes, 10 providers.
+	if len(rows) != 15 {
+		t.Fatalf("%d table rows, want 15:\n%s", len(rows), report)
 	}
-	for _, want := range []string{"2. nginx → upstream | 8 |", "3. dubbogw → upstream, standard transport | 8 |", "5. dubbogw → Dubbo, Redis token auth | 8 |", "3. dubbogw → upstream, 100 routes | 8 |", "4. dubbogw → Dubbo, 10 providers | 8 |"} {
+	for _, want := range []string{"2. nginx → upstream | 8 |", "3. dubbogw → upstream, standard transport | 8 |", "5. dubbogw → Dubbo, Redis token auth | 8 |", "3. dubbogw → upstream, 100 routes | 8 |", "4. dubbogw → Dubbo, 10 providers | 8 |",
+		"6. HTTPS → nginx → upstream | 8 |", "6. HTTPS → dubbogw → upstream | 8 |"} {
 		if !strings.Contains(report, "| "+want) {
 			t.Errorf("no row %q in\n%s", want, report)
 		}
@@ -97,6 +100,9 @@ func TestBenchSmoke(t *testing.T) {
 		if !strings.Contains(r, "| 0 / 0 |") {
 			t.Errorf("row with errors or dropped calls: %s", r)
 		}
+	}
+	if !strings.Contains(report, "- 6. HTTPS → dubbogw → upstream, 8 conns: req/s ≥ 0.8× HTTPS through nginx (") {
+		t.Errorf("no HTTPS goal in the report:\n%s", report)
 	}
 	if n := strings.Count(report, "Profile of the gateway during"); n != 1 {
 		t.Errorf("%d profiles in the report, want 1 (-max-profiles 1):\n%s", n, report)
@@ -116,12 +122,13 @@ func TestGoals(t *testing.T) {
 	tests := []struct {
 		name                           string
 		gwHTTP, gwP99, dubbo, httpAuth float64
+		gwTLS                          float64 // nginx's HTTPS row: 500
 		want                           map[kind]bool
 	}{
-		{"all on the line", 1000, 1.2, 800, 900, map[kind]bool{kindGatewayHTTP: true, kindGatewayDubbo: true, kindGatewayHTTPAuth: true}},
-		{"throughput under nginx", 990, 1.0, 800, 900, map[kind]bool{kindGatewayHTTP: false, kindGatewayDubbo: true, kindGatewayHTTPAuth: true}},
-		{"p99 over 1.2x", 1100, 1.25, 880, 990, map[kind]bool{kindGatewayHTTP: false, kindGatewayDubbo: true, kindGatewayHTTPAuth: true}},
-		{"dubbo and auth under", 1000, 1.0, 790, 890, map[kind]bool{kindGatewayHTTP: true, kindGatewayDubbo: false, kindGatewayHTTPAuth: false}},
+		{"all on the line", 1000, 1.2, 800, 900, 400, map[kind]bool{kindGatewayHTTP: true, kindGatewayDubbo: true, kindGatewayHTTPAuth: true, kindGatewayHTTPTLS: true}},
+		{"throughput under nginx", 990, 1.0, 800, 900, 500, map[kind]bool{kindGatewayHTTP: false, kindGatewayDubbo: true, kindGatewayHTTPAuth: true, kindGatewayHTTPTLS: true}},
+		{"p99 over 1.2x", 1100, 1.25, 880, 990, 600, map[kind]bool{kindGatewayHTTP: false, kindGatewayDubbo: true, kindGatewayHTTPAuth: true, kindGatewayHTTPTLS: true}},
+		{"dubbo, auth and HTTPS under", 1000, 1.0, 790, 890, 399, map[kind]bool{kindGatewayHTTP: true, kindGatewayDubbo: false, kindGatewayHTTPAuth: false, kindGatewayHTTPTLS: false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,6 +138,8 @@ func TestGoals(t *testing.T) {
 				mk(kindGatewayHTTP, tt.gwHTTP, time.Duration(tt.gwP99*10*float64(time.Millisecond))),
 				mk(kindGatewayDubbo, tt.dubbo, 0),
 				mk(kindGatewayHTTPAuth, tt.httpAuth, 0),
+				mk(kindNginxTLS, 500, 0),
+				mk(kindGatewayHTTPTLS, tt.gwTLS, 0),
 				{kind: kindGatewayHTTP, conns: 64, routes: 1000, providers: baseProviders, peaks: res(1, 0), lats: res(0, time.Hour)},
 			}}
 			got := map[kind]bool{}
@@ -174,6 +183,10 @@ func TestGatewayYAML(t *testing.T) {
 	for i := range providers {
 		providers[i] = fmt.Sprintf("127.0.0.1:%d", 20000+i)
 	}
+	certs, err := writeBenchCerts(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, routes := range []int{baseRoutes, 1000} {
 		redisTimeout := time.Duration(i) * 10 * time.Second // the default, then 10 s
 		yml := gatewayYAML(gatewaySpec{
@@ -181,7 +194,11 @@ func TestGatewayYAML(t *testing.T) {
 			redis: "127.0.0.1:6379", upstream: "http://127.0.0.1:18081", tokenPrefix: "t:",
 			providers: providers, providerCounts: []int{1, 10}, routes: routes, idlePerTarget: 512,
 			redisTimeout: redisTimeout,
+			tlsListen:    "127.0.0.1:18443", certFile: certs.certFile, keyFile: certs.keyFile,
 		})
+		if !strings.Contains(yml, "tls:\n  listen: \"127.0.0.1:18443\"") {
+			t.Errorf("no TLS listener in\n%s", yml)
+		}
 		path := filepath.Join(t.TempDir(), "gw.yaml")
 		if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
 			t.Fatal(err)
@@ -216,8 +233,12 @@ func TestNginxConf(t *testing.T) {
 		requireTools(t)
 	}
 	prefix := t.TempDir()
+	certs, err := writeBenchCerts(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	conf := filepath.Join(prefix, "nginx.conf")
-	if err := os.WriteFile(conf, []byte(nginxConf(prefix, "127.0.0.1:18080", "127.0.0.1:18081", 512)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(nginxConf(prefix, "127.0.0.1:18080", "127.0.0.1:18081", 512, "127.0.0.1:18443", certs)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -226,10 +247,14 @@ func TestNginxConf(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nginx -t: %v\n%s", err, out)
 	}
-	for _, want := range []string{"keepalive 512;", "proxy_http_version 1.1;", `proxy_set_header Connection "";`, "daemon off;"} {
-		if !strings.Contains(nginxConf(prefix, "a", "b", 512), want) {
+	for _, want := range []string{"keepalive 512;", "proxy_http_version 1.1;", `proxy_set_header Connection "";`, "daemon off;",
+		"listen 127.0.0.1:18443 ssl;", "ssl_certificate " + certs.certFile + ";"} {
+		if !strings.Contains(nginxConf(prefix, "a", "b", 512, "127.0.0.1:18443", certs), want) {
 			t.Errorf("config lacks %q", want)
 		}
+	}
+	if strings.Contains(nginxConf(prefix, "a", "b", 512, "", nil), "ssl") {
+		t.Error("a config without a TLS listener mentions ssl")
 	}
 }
 
@@ -239,28 +264,47 @@ func TestDriveLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	closed, err := driveLoad(ctx, srv.URL+"/http/users/7", 4, 100*time.Millisecond, 10*time.Millisecond, 0, 1000, nil)
+	closed, err := driveLoad(ctx, srv.URL+"/http/users/7", 4, 100*time.Millisecond, 10*time.Millisecond, 0, 1000, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if closed.OK == 0 || closed.Errors != 0 || closed.P99 <= 0 || closed.P50 > closed.P99 {
 		t.Errorf("closed loop: %+v", closed)
 	}
-	open, err := driveLoad(ctx, srv.URL+"/http/users/7", 2, 200*time.Millisecond, 0, 100, 1000, nil)
+	open, err := driveLoad(ctx, srv.URL+"/http/users/7", 2, 200*time.Millisecond, 0, 100, 1000, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if open.OK+open.Dropped != 20 || open.Errors != 0 {
 		t.Errorf("open loop at 100/s for 200ms: %+v, want 20 calls", open)
 	}
-	failing, err := driveLoad(ctx, srv.URL+"/nothing", 2, 50*time.Millisecond, 0, 0, 100, nil)
+	failing, err := driveLoad(ctx, srv.URL+"/nothing", 2, 50*time.Millisecond, 0, 0, 100, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if failing.OK != 0 || failing.Errors == 0 || !strings.Contains(failing.FirstError, "404") {
 		t.Errorf("a 404 target: %+v, want every call an error", failing)
 	}
-	if _, err := driveLoad(ctx, "http://example.com/", 1, time.Millisecond, 0, 0, 1, nil); err == nil {
+	// HTTPS: the target's certificate is checked against the CA given.
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(serveUser))
+	defer tlsSrv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(tlsSrv.Certificate())
+	secure, err := driveLoad(ctx, tlsSrv.URL+"/http/users/7", 2, 100*time.Millisecond, 0, 0, 1000, nil, roots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secure.OK == 0 || secure.Errors != 0 {
+		t.Errorf("HTTPS with the CA: %+v", secure)
+	}
+	untrusted, err := driveLoad(ctx, tlsSrv.URL+"/http/users/7", 1, 50*time.Millisecond, 0, 0, 100, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if untrusted.OK != 0 || !strings.Contains(untrusted.FirstError, "certificate") {
+		t.Errorf("HTTPS without the CA: %+v", untrusted)
+	}
+	if _, err := driveLoad(ctx, "http://example.com/", 1, time.Millisecond, 0, 0, 1, nil, nil); err == nil {
 		t.Error("a target off loopback was accepted")
 	}
 }

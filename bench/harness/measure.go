@@ -29,6 +29,9 @@ func (s *stack) measure(ctx context.Context, r *row, duration, warmup time.Durat
 	if rate > 0 {
 		argv = append(argv, "-rate", strconv.FormatFloat(rate, 'f', 1, 64))
 	}
+	if strings.HasPrefix(r.url, "https:") {
+		argv = append(argv, "-ca", s.certs.caFile)
+	}
 	for i := 0; i+1 < len(r.header); i += 2 {
 		argv = append(argv, "-header", r.header[i]+": "+r.header[i+1])
 	}

@@ -36,7 +36,7 @@ func writeReport(w io.Writer, info runInfo, p *plan, goals []*goal, profiles []*
 	fmt.Fprintln(w, "| path | conns | req/s | rounds' range | vs 1 | vs 2 | at req/s | p50 | p99 | p99.9 | p99 vs 2 | errors / dropped | goal |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range p.rows {
-		direct, nginx := p.find(kindDirect, r.conns), p.find(kindNginx, r.conns)
+		direct, nginx := p.find(kindDirect, r.conns), p.nginxOf(r)
 		lo, hi := rangeOf(r.peaks)
 		errs, dropped, _ := r.failures()
 		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f–%.0f | %s | %s | %.0f | %s | %s | %s | %s | %d / %d | %s |\n",

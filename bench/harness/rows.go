@@ -17,6 +17,8 @@ const (
 	kindGatewayHTTPAuth                 // 5. row 3 with Redis token auth
 	kindGatewayDubboAuth                // 5. row 4 with Redis token auth
 	kindGatewayHTTPStandard             // 3. row 3 through net/http's Transport instead of the direct one
+	kindNginxTLS                        // 6. row 2 over HTTPS (TLS between the client and nginx)
+	kindGatewayHTTPTLS                  // 6. row 3 over HTTPS, the same certificate
 )
 
 // Base sizes: rows with other route or provider counts are the cost-growth rows.
@@ -62,6 +64,10 @@ func (r *row) name() string {
 		return "5. dubbogw → Dubbo, Redis token auth"
 	case kindGatewayHTTPStandard:
 		return "3. dubbogw → upstream, standard transport"
+	case kindNginxTLS:
+		return "6. HTTPS → nginx → upstream"
+	case kindGatewayHTTPTLS:
+		return "6. HTTPS → dubbogw → upstream"
 	}
 	return "?"
 }
@@ -71,7 +77,7 @@ func (r *row) id() string {
 	names := map[kind]string{
 		kindDirect: "direct", kindNginx: "nginx", kindGatewayHTTP: "gateway-http", kindGatewayDubbo: "gateway-dubbo",
 		kindGatewayHTTPAuth: "gateway-http-auth", kindGatewayDubboAuth: "gateway-dubbo-auth",
-		kindGatewayHTTPStandard: "gateway-http-standard",
+		kindGatewayHTTPStandard: "gateway-http-standard", kindNginxTLS: "nginx-tls", kindGatewayHTTPTLS: "gateway-http-tls",
 	}
 	return fmt.Sprintf("%s-c%d-r%d-p%d", names[r.kind], r.conns, r.routes, r.providers)
 }
@@ -113,6 +119,10 @@ func newPlan(s *stack, spec planSpec) *plan {
 			continue
 		}
 		add(gwRow(kindGatewayHTTPStandard, c, base, baseProviders, "/standard/http/users/42"))
+		add(&row{kind: kindNginxTLS, conns: c, routes: baseRoutes, providers: baseProviders, url: s.nginxTLS + "/http/users/42"})
+		tls := gwRow(kindGatewayHTTPTLS, c, base, baseProviders, "")
+		tls.url = base.tlsURL + "/http/users/42"
+		add(tls)
 		add(gwRow(kindGatewayHTTPAuth, c, base, baseProviders, "/auth/http/users/42", auth...))
 		add(gwRow(kindGatewayDubboAuth, c, base, baseProviders, "/auth/api/users/42", auth...))
 		for _, n := range spec.routeCounts {
@@ -127,6 +137,14 @@ func newPlan(s *stack, spec planSpec) *plan {
 		}
 	}
 	return p
+}
+
+// nginxOf is the nginx row r compares to: over HTTPS for an HTTPS row.
+func (p *plan) nginxOf(r *row) *row {
+	if r.kind == kindGatewayHTTPTLS || r.kind == kindNginxTLS {
+		return p.find(kindNginxTLS, r.conns)
+	}
+	return p.find(kindNginx, r.conns)
 }
 
 // find returns the base row of kind k at conns, nil when there is none.
@@ -207,6 +225,7 @@ const (
 	goalGatewayP99VsNginx = 1.2 // and p99 ≤ this × nginx's
 	goalDubboVsHTTP       = 0.8 // HTTP→Dubbo ≥ this × dubbogw → HTTP
 	goalAuthVsNoAuth      = 0.9 // auth on ≥ this × auth off
+	goalTLSVsNginx        = 0.8 // HTTPS through dubbogw ≥ this × through nginx (issue 16)
 )
 
 // goals judges every row that has a goal.
@@ -224,6 +243,12 @@ func (p *plan) goals() []*goal {
 				gs = append(gs, &goal{row: r, checks: true,
 					met:  thr >= goalGatewayVsNginx && p99 <= goalGatewayP99VsNginx,
 					text: fmt.Sprintf("req/s ≥ %.1f× nginx (%.2f×), p99 ≤ %.1f× nginx (%.2f×)", goalGatewayVsNginx, thr, goalGatewayP99VsNginx, p99)})
+			}
+		case kindGatewayHTTPTLS:
+			if n := p.find(kindNginxTLS, r.conns); n != nil {
+				thr := ratio(r.throughput(), n.throughput())
+				gs = append(gs, &goal{row: r, checks: true, met: thr >= goalTLSVsNginx,
+					text: fmt.Sprintf("req/s ≥ %.1f× HTTPS through nginx (%.2f×)", goalTLSVsNginx, thr)})
 			}
 		case kindGatewayDubbo:
 			if h := p.find(kindGatewayHTTP, r.conns); h != nil {

@@ -246,19 +246,19 @@ type scaleResult struct {
 	// was seen complete (with answering the harness's polls meanwhile):
 	// on a machine shared with ZooKeeper, a steadier figure of the start's
 	// cost than its wall time.
-	startCPU time.Duration
-	rss, hwm, rssAfter   int64         // bytes: settled, peak, after the churn
-	goroutines           int
-	metricsBytes         int64
-	metricsLines         int
-	pageTime             time.Duration // one default page of /admin/services
-	pageBytes            int64
-	allPages             int // paging through all, default page size
-	allTime              time.Duration
-	allBytes             int64
-	idleCPU, churnCPU    float64 // cores
-	churn                *churnStats
-	prop                 *propagation
+	startCPU           time.Duration
+	rss, hwm, rssAfter int64 // bytes: settled, peak, after the churn
+	goroutines         int
+	metricsBytes       int64
+	metricsLines       int
+	pageTime           time.Duration // one default page of /admin/services
+	pageBytes          int64
+	allPages           int // paging through all, default page size
+	allTime            time.Duration
+	allBytes           int64
+	idleCPU, churnCPU  float64 // cores
+	churn              *churnStats
+	prop               *propagation
 	// measured is set once every figure was taken; err says what went
 	// wrong (the deletion of the registry may fail after a measurement).
 	measured bool

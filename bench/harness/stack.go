@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,8 +24,10 @@ type stack struct {
 	children []*child // stopped in reverse order by Close
 	client   *http.Client
 
-	upstream  string   // http://127.0.0.1:port
-	nginx     string   // http://127.0.0.1:port
+	upstream  string // http://127.0.0.1:port
+	nginx     string // http://127.0.0.1:port
+	nginxTLS  string // https://127.0.0.1:port
+	certs     *benchCerts
 	providers []string // host:port of each provider port
 	redis     string   // host:port
 	gateways  map[int]*gatewayProc
@@ -35,6 +38,7 @@ type stack struct {
 type gatewayProc struct {
 	routes int
 	url    string // http://127.0.0.1:port
+	tlsURL string // https://127.0.0.1:port
 	admin  string // http://127.0.0.1:port
 }
 
@@ -71,6 +75,14 @@ func startStack(ctx context.Context, dir string, self []string, spec stackSpec, 
 			s.Close()
 		}
 	}()
+	if s.certs, err = writeBenchCerts(dir); err != nil {
+		return nil, err
+	}
+	pool, err := s.certs.pool()
+	if err != nil {
+		return nil, err
+	}
+	s.client.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool}
 
 	c, addr, err := startReporting(dir, "upstream", startTimeout, append(self, "upstream", "-listen", "127.0.0.1:0")...)
 	if err != nil {
@@ -153,10 +165,15 @@ func (s *stack) startGateway(ctx context.Context, spec stackSpec, routes int, to
 	if err != nil {
 		return err
 	}
+	tlsPort, err := freePort()
+	if err != nil {
+		return err
+	}
 	name := fmt.Sprintf("gateway-%d-routes", routes)
 	gw := &gatewayProc{
 		routes: routes,
 		url:    "http://127.0.0.1:" + strconv.Itoa(port),
+		tlsURL: "https://127.0.0.1:" + strconv.Itoa(tlsPort),
 		admin:  "http://127.0.0.1:" + strconv.Itoa(adminPort),
 	}
 	yml := gatewayYAML(gatewaySpec{
@@ -171,6 +188,9 @@ func (s *stack) startGateway(ctx context.Context, spec stackSpec, routes int, to
 		routes:         routes,
 		idlePerTarget:  spec.maxConns,
 		redisTimeout:   spec.redisTimeout,
+		tlsListen:      "127.0.0.1:" + strconv.Itoa(tlsPort),
+		certFile:       s.certs.certFile,
+		keyFile:        s.certs.keyFile,
 	})
 	path := filepath.Join(s.dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
@@ -208,9 +228,13 @@ func (s *stack) startNginx(ctx context.Context, spec stackSpec) error {
 	if err := os.Chmod(s.dir, 0o755); err != nil {
 		return fmt.Errorf("opening the work directory to nginx's workers: %w", err)
 	}
+	tlsPort, err := freePort()
+	if err != nil {
+		return err
+	}
 	conf := filepath.Join(prefix, "nginx.conf")
-	listen := "127.0.0.1:" + strconv.Itoa(port)
-	if err := os.WriteFile(conf, []byte(nginxConf(prefix, listen, strings.TrimPrefix(s.upstream, "http://"), idle)), 0o644); err != nil {
+	listen, tlsListen := "127.0.0.1:"+strconv.Itoa(port), "127.0.0.1:"+strconv.Itoa(tlsPort)
+	if err := os.WriteFile(conf, []byte(nginxConf(prefix, listen, strings.TrimPrefix(s.upstream, "http://"), idle, tlsListen, s.certs)), 0o644); err != nil {
 		return fmt.Errorf("writing nginx's config: %w", err)
 	}
 	c, err := startChild(s.dir, "nginx", nil, spec.nginxBin, "-p", prefix+"/", "-c", conf, "-e", filepath.Join(prefix, "error.log"))
@@ -218,13 +242,18 @@ func (s *stack) startNginx(ctx context.Context, spec stackSpec) error {
 		return err
 	}
 	s.children = append(s.children, c)
-	s.nginx = "http://" + listen
+	s.nginx, s.nginxTLS = "http://"+listen, "https://"+tlsListen
 	return waitFor(ctx, c, "nginx on "+listen, startTimeout, func(ctx context.Context) error {
-		status, body, err := httpGet(ctx, s.client, s.nginx+"/http/users/1")
-		if err == nil && status != http.StatusOK {
-			err = fmt.Errorf("GET through nginx: %d %s", status, body)
+		for _, u := range []string{s.nginx, s.nginxTLS} {
+			status, body, err := httpGet(ctx, s.client, u+"/http/users/1")
+			if err == nil && status != http.StatusOK {
+				err = fmt.Errorf("GET through nginx: %d %s", status, body)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		return err
+		return nil
 	})
 }
 

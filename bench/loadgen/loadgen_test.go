@@ -338,10 +338,28 @@ func TestHTTPGet(t *testing.T) {
 	defer srv.Close()
 	client := &http.Client{Timeout: 5 * time.Second}
 
-	for _, bad := range []string{"http://example.com/", "http://10.0.0.1:80/", "http://localhost:80/", "https://127.0.0.1:443/", "http://127.0.0.1/"} {
+	for _, bad := range []string{"http://example.com/", "http://10.0.0.1:80/", "http://localhost:80/", "https://example.com:443/", "http://127.0.0.1/", "ftp://127.0.0.1:21/"} {
 		if _, err := loadgen.HTTPGet(client, bad, 200); err == nil {
-			t.Errorf("%s: accepted, want refused (loopback IP and port only)", bad)
+			t.Errorf("%s: accepted, want refused (http or https, loopback IP and port only)", bad)
 		}
+	}
+	// https on loopback: the client's transport says which certificates
+	// it trusts.
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("{}")) }))
+	defer tlsSrv.Close()
+	secure, err := loadgen.HTTPGet(tlsSrv.Client(), tlsSrv.URL+"/", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := secure(context.Background()); err != nil {
+		t.Errorf("https target: %v", err)
+	}
+	untrusting, err := loadgen.HTTPGet(client, tlsSrv.URL+"/", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := untrusting(context.Background()); err == nil {
+		t.Error("https target with a client that does not trust its certificate: no error")
 	}
 	ok, err := loadgen.HTTPGet(client, srv.URL+"/", 200)
 	if err != nil {

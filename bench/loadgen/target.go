@@ -31,7 +31,8 @@ func CheckLoopback(hostport string) error {
 // HTTPGet returns a Target that GETs rawURL with client, reads the whole
 // body, and fails unless the status is wantStatus. rawURL must be http://
 // with a loopback IP address and a port; header lists name, value pairs set
-// on the request. The request is built once; each call only binds it to its
+// on the request (https:// too: client's transport then says which
+// certificates it trusts). The request is built once; each call only binds it to its
 // ctx.
 func HTTPGet(client *http.Client, rawURL string, wantStatus int, header ...string) (Target, error) {
 	if len(header)%2 != 0 {
@@ -41,8 +42,8 @@ func HTTPGet(client *http.Client, rawURL string, wantStatus int, header ...strin
 	if err != nil {
 		return nil, fmt.Errorf("parsing the target URL: %w", err)
 	}
-	if u.Scheme != "http" {
-		return nil, fmt.Errorf("target %s: scheme %q, want http", rawURL, u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("target %s: scheme %q, want http or https", rawURL, u.Scheme)
 	}
 	if err := CheckLoopback(u.Host); err != nil {
 		return nil, fmt.Errorf("target %s: %w", rawURL, err)
