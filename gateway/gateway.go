@@ -163,7 +163,9 @@ func New(opts Options) (*Gateway, error) {
 	g.deps = deps{log: g.log, metrics: g.metrics, upstream: proxy.NewMetrics(g.registry), dubbo: g.dubbo,
 		cluster: cluster.NewMetrics(g.registry, cluster.MetricsOptions{PerProvider: dc.Metrics.PerProvider}),
 		redis:   g.redis, registry: g.registry, admission: g.admission, tracer: g.tracer}
-	t, err := buildTable(cfg, nil, g.deps)
+	first := g.deps
+	first.noWait = true // Start waits, once the admin listener answers /livez
+	t, err := buildTable(cfg, nil, first)
 	if err != nil {
 		_ = g.dubbo.Close(context.Background())
 		if g.redis != nil {
@@ -213,8 +215,13 @@ func Check(cfg *config.Config) error {
 
 func zero() float64 { return 0 }
 
-// Start binds the admin listener, the demo services and the data listener,
-// then reports ready. It returns once everything listens.
+// Start binds the admin listener, gives the registries up to their
+// startup_wait to answer for the routes' services, then binds the demo
+// services and the data listener and reports ready. It returns once
+// everything listens. The admin listener comes first so that /livez
+// answers (and /readyz says "starting") while the registries are read: a
+// liveness probe must not see refused connections from a healthy
+// process reading a large registry.
 func (g *Gateway) Start(ctx context.Context) error {
 	cfg := g.startCfg
 	var lc net.ListenConfig
@@ -235,6 +242,10 @@ func (g *Gateway) Start(ctx context.Context) error {
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 	}
 	g.serveBackground("admin", g.admin, g.adminLn)
+
+	if err := awaitProviders(cfg, g.table.Load()); err != nil {
+		return err
+	}
 
 	if cfg.Demo.HTTP != "" {
 		ln, err := lc.Listen(ctx, "tcp", cfg.Demo.HTTP)

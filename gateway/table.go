@@ -109,6 +109,10 @@ type deps struct {
 	dubbo    *dubbo.Client // nil in Check: routes are compiled, never called
 	cluster  *cluster.Metrics
 	offline  bool // Check: registries that would connect somewhere are stood in for
+	// noWait builds the table without waiting for the registries
+	// (awaitProviders): the first table, which Start waits for once the
+	// admin listener answers.
+	noWait bool
 
 	redis     *redisclient.Client // nil without a redis: section, and in Check
 	tracer    trace.Tracer        // nil when tracing is off, and in Check
@@ -212,7 +216,7 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 	if t.global, err = globalLimiter(cfg, old); err != nil {
 		return nil, fmt.Errorf("server.adaptive_concurrency: %w", err)
 	}
-	if !d.offline {
+	if !d.offline && !d.noWait {
 		if err := awaitProviders(cfg, t); err != nil {
 			return nil, err
 		}

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -633,7 +635,13 @@ routes:
 	if err := os.WriteFile(path, []byte(check), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = newFromFile(path)
+	// The route table is built in New; Start waits for the registries
+	// once the admin listener answers, and refuses to go on.
+	g, err := newFromFile(path)
+	if err == nil {
+		err = g.Start(context.Background())
+		_ = g.Shutdown(context.Background())
+	}
 	if err == nil || !strings.Contains(err.Error(), "routes[0].dubbo.check: no provider of com.example.demo.UserService") {
 		t.Errorf("check: true with ZooKeeper down: %v", err)
 	}
@@ -1030,5 +1038,85 @@ routes:
 				t.Errorf("readyz after a reload adding an unread service: %d %s; want 200 (ready once, ready on)", r.status, r.body)
 			}
 		})
+	}
+}
+
+// TestAdminAnswersWhileTheRegistriesAreRead: Start opens the admin
+// listener before it waits (up to startup_wait) for the registries, so a
+// liveness probe gets 200 from /livez, and /readyz 503 "starting", while a
+// registry that cannot be reached is waited for; the data listener opens
+// only after the wait (issue 19: at 5,000 routes the wait is seconds, in
+// which the probes were refused).
+func TestAdminAnswersWhileTheRegistriesAreRead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := ln.Addr().String()
+	ln.Close()
+	gone, err := net.Listen("tcp", "127.0.0.1:0") // ZooKeeper that refuses: nothing listens once closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	zkAddr := gone.Addr().String()
+	gone.Close()
+	path := filepath.Join(t.TempDir(), "gw.yaml")
+	yml := strings.Replace(baseYAML, "  listen: \"127.0.0.1:0\"\naccess_log", "  listen: \""+admin+"\"\naccess_log", 1) + fmt.Sprintf(`
+registries:
+  zk: {type: zookeeper, address: %q, discovery: interface, startup_wait: 4s, timeout: 20s, register: false}
+routes:
+  - name: slow
+    match: {methods: [GET], path: "/api/slow/{id}"}
+    dubbo: {registry: zk, interface: com.example.readiness.Unread, method: get, params: [{type: java.lang.String, from: path, name: id}]}
+`, zkAddr)
+	if !strings.Contains(yml, admin) {
+		t.Fatalf("admin address not in the config:\n%s", yml)
+	}
+	if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := newFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- g.Start(context.Background()) }()
+	returned := false
+	defer func() {
+		if !returned {
+			<-started // Shutdown only once Start is over
+		}
+		_ = g.Shutdown(context.Background())
+	}()
+	client := &http.Client{Timeout: 2 * time.Second}
+	get := func(p string) (int, string) {
+		resp, err := client.Get("http://" + admin + p)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	testenv.WaitFor(t, 3*time.Second, "/livez 200 while Start waits for the registry", func() bool {
+		code, _ := get("/livez")
+		return code == 200
+	})
+	select {
+	case err := <-started:
+		returned = true
+		t.Fatalf("Start returned (%v) before startup_wait: the probe was not answered during the wait", err)
+	default:
+	}
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "starting") {
+		t.Errorf("/readyz during the wait: %d %s, want 503 starting", code, body)
+	}
+	err = <-started
+	returned = true
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Addr() == "" {
+		t.Error("no data listener after Start")
 	}
 }
