@@ -76,7 +76,7 @@ func parseScaleOptions(args []string, stderr io.Writer) (*scaleOptions, error) {
 	fs.DurationVar(&o.poll, "poll", 2*time.Millisecond, "how often a sampled change's service is asked for until the change shows")
 	fs.DurationVar(&o.settle, "settle", 2*time.Second, "pause after all providers are known, before RSS and goroutines are read")
 	fs.DurationVar(&o.idleFor, "idle-for", 3*time.Second, "length of the idle CPU measurement before the churn")
-	fs.DurationVar(&o.startupTimeout, "startup-timeout", 2*time.Minute, "bound on a gateway's start, until every provider is known")
+	fs.DurationVar(&o.startupTimeout, "startup-timeout", 0, "bound on a gateway's start, until every provider is known (default: 2 min, plus 1 min per 5,000 services past 10,000)")
 	fs.StringVar(&o.out, "out", "", "also write the report to this file")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "bound on the whole run (the registry's last clean-up included)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, gateway logs)")
@@ -115,7 +115,7 @@ func parseScaleOptions(args []string, stderr io.Writer) (*scaleOptions, error) {
 		return nil, errors.New("-services-per-app must be at least 1")
 	case o.churnRate <= 0 || o.churnRate > 10000:
 		return nil, fmt.Errorf("-churn-rate %v: want more than 0, at most 10000", o.churnRate)
-	case o.churnFor <= 0 || o.samples < 1 || o.poll <= 0 || o.settle < 0 || o.idleFor <= 0 || o.startupTimeout <= 0 || o.timeout <= 0:
+	case o.churnFor <= 0 || o.samples < 1 || o.poll <= 0 || o.settle < 0 || o.idleFor <= 0 || o.startupTimeout < 0 || o.timeout <= 0:
 		return nil, errors.New("-churn-for, -samples, -poll, -idle-for, -startup-timeout and -timeout must be positive, -settle not negative")
 	}
 	return o, nil
@@ -393,10 +393,22 @@ registries:
 	return b.String()
 }
 
+// startupBound is how long a gateway on a registry of services may take
+// to start: -startup-timeout, or by default 2 min, plus a minute per
+// 5,000 services past 10,000 (at 50,000 the start takes ~45 s and the
+// first walk of /admin/services, 250 pages, over a minute: 2 min was too
+// short).
+func (o *scaleOptions) startupBound(services int) time.Duration {
+	if o.startupTimeout > 0 {
+		return o.startupTimeout
+	}
+	return 2*time.Minute + time.Duration(max(0, services-10000)/5000)*time.Minute
+}
+
 // measure takes every figure of one run from the started gateway.
 func (gw *scaleGateway) measure(ctx context.Context, o *scaleOptions, lay registryOptions, r *scaleResult, logger *slog.Logger) error {
 	pid := gw.child.cmd.Process.Pid
-	sctx, cancel := context.WithTimeout(ctx, o.startupTimeout)
+	sctx, cancel := context.WithTimeout(ctx, o.startupBound(lay.services))
 	st, err := watchStartup(sctx, gw, lay)
 	cancel()
 	r.startup = st

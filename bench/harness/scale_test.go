@@ -216,9 +216,17 @@ func TestParseScaleOptions(t *testing.T) {
 	if fmt.Sprint(o.sizes) != "[100 1000 5000]" || fmt.Sprint(o.modes) != "[interface both]" || o.churnRate != 50 || o.discovery != "auto" {
 		t.Errorf("%+v", o)
 	}
+	for services, want := range map[int]time.Duration{100: 2 * time.Minute, 10000: 2 * time.Minute, 15000: 3 * time.Minute, 50000: 10 * time.Minute} {
+		if got := o.startupBound(services); got != want {
+			t.Errorf("default start bound at %d services: %v, want %v", services, got, want)
+		}
+	}
+	if o, err := parseScaleOptions([]string{"-startup-timeout", "30s"}, io.Discard); err != nil || o.startupBound(50000) != 30*time.Second {
+		t.Errorf("-startup-timeout 30s: %v", err)
+	}
 	for _, bad := range [][]string{
 		{"-sizes", "100,x"}, {"-sizes", "0"}, {"-mode", "all"}, {"-mode", "application", "-discovery", "interface"},
-		{"-discovery", "application"}, {"-providers", "0"}, {"-churn-rate", "0"}, {"extra"},
+		{"-discovery", "application"}, {"-providers", "0"}, {"-churn-rate", "0"}, {"extra"}, {"-startup-timeout", "-1s"},
 	} {
 		if _, err := parseScaleOptions(bad, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
