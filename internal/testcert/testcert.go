@@ -124,7 +124,16 @@ func (ca *CA) issue(t testing.TB, cn string, names []string, usage x509.ExtKeyUs
 func Write(t testing.TB, dir, name string, data []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
+	// Written aside and renamed into place, as a rotation is deployed (a
+	// Kubernetes Secret swaps a symlink): a reader polling the file, as
+	// the TLS listener's reload check does, never sees it half written
+	// (os.WriteFile truncates first: a check between the truncation and
+	// the write saw a torn file, a second "bad pair" to count).
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
 		t.Fatal(err)
 	}
 	return p
