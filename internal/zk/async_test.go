@@ -280,3 +280,81 @@ func TestAsyncAnsweredOnceOnClose(t *testing.T) {
 		}
 	})
 }
+
+// TestAsyncInOrder checks that asynchronous requests are written in the
+// order they were made, whether queueAsync writes them itself or queues
+// them behind requests still in the send queue. A real ZooKeeper answers
+// in the order it received, so the answers must come in order. The
+// first requests are made to queue (as if one were waiting in the queue
+// already); the next are made at once after, while the queue drains; the
+// last once it has drained, and so are written directly.
+func TestAsyncInOrder(t *testing.T) {
+	c, _, err := Connect([]string{testenv.ZooKeeperAddr(t)}, 10*time.Second, WithLogInfo(false), WithLogger(quiet{}),
+		WithSendQueueSize(4096))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Sync("/"); err != nil { // a session, so requests go out at once
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		order   []int
+		errs    []error
+		answers sync.WaitGroup
+	)
+	n := 0
+	ask := func(k int) {
+		for range k {
+			answers.Add(1)
+			i := n
+			n++
+			c.GetAsync("/", false, func(_ []byte, _ <-chan Event, err error) {
+				mu.Lock()
+				order = append(order, i)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				mu.Unlock()
+				answers.Done()
+			})
+		}
+	}
+	c.unsent.Add(1) // one request waits in the queue: the next ones queue behind it
+	ask(500)
+	c.unsent.Add(-1)
+	ask(500)
+	deadline := time.Now().Add(10 * time.Second)
+	for c.unsent.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	queued := n - int(c.directSends.Load())
+	ask(500)
+
+	answered := make(chan struct{})
+	go func() { answers.Wait(); close(answered) }()
+	select {
+	case <-answered:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%d requests not all answered within 30s", n)
+	}
+	time.Sleep(100 * time.Millisecond) // a second answer would come now
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) > 0 {
+		t.Errorf("%d requests failed, the first: %v", len(errs), errs[0])
+	}
+	if len(order) != n {
+		t.Errorf("%d answers to %d requests", len(order), n)
+	}
+	for k := 1; k < len(order); k++ {
+		if order[k] <= order[k-1] {
+			t.Fatalf("answer %d is of request %d, after request %d's: requests were written out of order", k, order[k], order[k-1])
+		}
+	}
+	if direct := int(c.directSends.Load()); queued < 500 || direct < 500 {
+		t.Errorf("%d requests queued, %d written directly: want at least 500 each", queued, direct)
+	}
+	t.Logf("%d of %d requests queued", queued, n)
+}
