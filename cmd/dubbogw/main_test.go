@@ -248,7 +248,8 @@ func startBinary(t *testing.T, env []string, args ...string) *proc {
 	return p
 }
 
-// addrOf waits for the listener's address to be logged.
+// addrOf waits for the listener's address to be logged; it fails at
+// once, with the process's log, if the process exits first.
 func (p *proc) addrOf(t *testing.T, listener string) string {
 	t.Helper()
 	timeout := time.After(30 * time.Second)
@@ -258,10 +259,34 @@ func (p *proc) addrOf(t *testing.T, listener string) string {
 			if a[0] == listener {
 				return a[1]
 			}
+		case err := <-p.done:
+			p.done <- err // for whoever waits for the exit next
+			select {
+			case a := <-p.addrs: // logged just before the exit
+				if a[0] == listener {
+					return a[1]
+				}
+				continue
+			default:
+			}
+			t.Fatalf("the process exited (%v) before logging its %s listener; its log:\n%s", err, listener, p.log())
 		case <-timeout:
-			t.Fatalf("no %s listener logged", listener)
+			t.Fatalf("no %s listener logged; the process's log:\n%s", listener, p.log())
 		}
 	}
+}
+
+// log is what the process logged, a line per JSON object.
+func (p *proc) log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, l := range p.lines {
+		j, _ := json.Marshal(l)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // loggedAt is the time of the first line logging msg (zero if none).
