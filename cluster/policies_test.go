@@ -262,6 +262,15 @@ func TestNewProvider(t *testing.T) {
 	if _, err := NewProvider("a:1", map[string]string{"weight": "heavy"}); err == nil || !strings.Contains(err.Error(), "weight") {
 		t.Errorf("bad weight: %v", err)
 	}
+	if p.TLS {
+		t.Error("a provider without ssl-enabled is TLS")
+	}
+	for v, want := range map[string]bool{"true": true, "TRUE": true, "false": false, "yes": false, "": false} {
+		p, err := NewProvider("10.0.0.1:20880", map[string]string{"ssl-enabled": v, "side": "provider"})
+		if err != nil || p.TLS != want || p.Params.Len() != 1 {
+			t.Errorf("ssl-enabled=%q: TLS %v (want %v), params %v, %v", v, p.TLS, want, p.Params, err)
+		}
+	}
 }
 
 func TestP2C(t *testing.T) {

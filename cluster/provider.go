@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -28,13 +29,16 @@ type Provider struct {
 	// Timestamp is the URL parameter timestamp (Unix milliseconds): when the
 	// provider started, from which warm-up is counted. Zero: no warm-up.
 	Timestamp time.Time
+	// TLS is the URL parameter ssl-enabled=true: the provider's protocol
+	// is served over TLS (Java Dubbo's ProtocolConfig.sslEnabled).
+	TLS bool
 	// Params are the other URL parameters but pid.
 	Params Params
 }
 
 // NewProvider builds a Provider from a registry URL's address and
 // parameters, applying Java Dubbo's defaults (weight 100, warmup 10 min).
-// weight, warmup and timestamp are taken out of params, pid (the
+// weight, warmup, timestamp and ssl-enabled are taken out of params, pid (the
 // provider's process id, which no rule reads) is dropped, and the rest is
 // kept in Params: the providers of one service then usually share one
 // Params. A parameter that is not an integer is an error naming it (not
@@ -59,7 +63,7 @@ func NewProvider(addr string, params map[string]string) (*Provider, error) {
 }
 
 // TakeParam applies a URL parameter that is one of p's own fields (weight,
-// warmup, timestamp) or dropped (pid), and reports whether it was one:
+// warmup, timestamp, ssl-enabled) or dropped (pid), and reports whether it was one:
 // the others belong in Params. A field's value that is not an integer is
 // an error naming it. NewProvider calls it for each parameter, and so does
 // a registry that builds Params itself.
@@ -80,6 +84,9 @@ func (p *Provider) TakeParam(k, v string) (bool, error) {
 				p.Timestamp = time.UnixMilli(n)
 			}
 		}
+		return true, nil
+	case "ssl-enabled":
+		p.TLS = strings.EqualFold(v, "true")
 		return true, nil
 	case "pid":
 		return true, nil

@@ -16,6 +16,7 @@ package dubbo
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -62,6 +63,16 @@ type Options struct {
 	// Forget. Default false: no addr label, every provider counts into
 	// the same 49 series, however many the registries list.
 	PerAddrMetrics bool
+	// TLS is the client configuration of connections to providers over
+	// TLS: the CAs their certificates are verified against, a client
+	// certificate for providers that ask for one (dubbo-go's always
+	// do). Nil: the system's CAs, no client certificate. ServerName,
+	// when empty, is the host of the address dialed.
+	TLS *tls.Config
+	// TLSAll dials every provider over TLS. Otherwise a provider is
+	// dialed over TLS when its Target says so (its registry URL's
+	// ssl-enabled=true, as Java Dubbo's sslEnabled protocols register).
+	TLSAll bool
 }
 
 func (o Options) withDefaults() Options {
@@ -153,11 +164,26 @@ func New(opts Options) *Client {
 // one of ErrConnect, ErrConnectionLost, ErrOverloaded, ErrClosed,
 // ErrPayloadTooLarge or the context's error, naming the call and the address.
 func (c *Client) Invoke(ctx context.Context, addr string, inv *Invocation) (*Result, error) {
+	return c.InvokeTarget(ctx, Target{Addr: addr}, inv)
+}
+
+// Target is a provider to call: its address, and whether it is dialed
+// over TLS (always, with Options.TLSAll).
+type Target struct {
+	Addr string // host:port
+	TLS  bool
+}
+
+// InvokeTarget is Invoke on a provider that may speak TLS. A provider
+// whose TLS setting changes (it registered again with ssl-enabled
+// toggled) has its connections replaced.
+func (c *Client) InvokeTarget(ctx context.Context, t Target, inv *Invocation) (*Result, error) {
+	addr := t.Addr
 	if !c.enter() {
 		return nil, callError(addr, inv, ErrClosed)
 	}
 	defer c.leave()
-	p, err := c.pool(addr)
+	p, err := c.pool(addr, t.TLS || c.opts.TLSAll)
 	if err != nil {
 		return nil, callError(addr, inv, err)
 	}
@@ -220,10 +246,11 @@ func (c *Client) leave() {
 
 func (c *Client) markDrained() { c.drainOnce.Do(func() { close(c.drained) }) }
 
-// pool returns the connections of addr, creating them on first use. The
-// map is copied on write so calls look it up without a lock.
-func (c *Client) pool(addr string) (*pool, error) {
-	if p := (*c.pools.Load())[addr]; p != nil {
+// pool returns the connections of addr, over TLS when secure, creating
+// them on first use (and again when secure changed). The map is copied on
+// write so calls look it up without a lock.
+func (c *Client) pool(addr string, secure bool) (*pool, error) {
+	if p := (*c.pools.Load())[addr]; p != nil && p.secure == secure {
 		return p, nil
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -236,9 +263,14 @@ func (c *Client) pool(addr string) (*pool, error) {
 	}
 	old := *c.pools.Load()
 	if p := old[addr]; p != nil {
-		return p, nil
+		if p.secure == secure {
+			return p, nil
+		}
+		c.log.Info("dubbo: provider's TLS setting changed: connecting again", "addr", addr, "tls", secure)
+		p.stop()
+		p.metrics.forget()
 	}
-	p := newPool(c, addr)
+	p := newPool(c, addr, secure)
 	pools := make(map[string]*pool, len(old)+1)
 	maps.Copy(pools, old)
 	pools[addr] = p

@@ -838,7 +838,7 @@ func TestBackoff(t *testing.T) {
 func TestWriteQueueFull(t *testing.T) {
 	checkGoroutines(t)
 	c := newClient(t, Options{MaxPending: 2})
-	p := newPool(c, "pipe:0")
+	p := newPool(c, "pipe:0", false)
 	clientSide, providerSide := net.Pipe() // nobody reads providerSide: writes block
 	writing := make(chan int, 1)
 	cn := newConn(p, writeSignal{clientSide, writing})

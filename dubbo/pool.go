@@ -2,6 +2,7 @@ package dubbo
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -35,6 +36,7 @@ const (
 type pool struct {
 	client  *Client
 	addr    string
+	secure  bool            // dialed over TLS
 	life    context.Context // ends with the Client, or when the pool is forgotten
 	stop    context.CancelFunc
 	metrics *addrMetrics
@@ -56,8 +58,8 @@ type slot struct {
 	lastErr error // why the slot is not connected
 }
 
-func newPool(c *Client, addr string) *pool {
-	p := &pool{client: c, addr: addr, metrics: c.metrics.forAddr(addr)}
+func newPool(c *Client, addr string, secure bool) *pool {
+	p := &pool{client: c, addr: addr, secure: secure, metrics: c.metrics.forAddr(addr)}
 	p.life, p.stop = context.WithCancel(c.life)
 	p.slots = make([]*slot, c.opts.ConnsPerAddr)
 	for i := range p.slots {
@@ -185,11 +187,23 @@ func (p *pool) maintain(s *slot) {
 	}
 }
 
+// dial connects to the provider, over TLS when the pool is secure (the
+// handshake within the same DialTimeout as the TCP connection).
 func (p *pool) dial() (*conn, error) {
-	d := net.Dialer{Timeout: p.client.opts.DialTimeout}
-	nc, err := d.DialContext(p.life, "tcp", p.addr)
+	d := &net.Dialer{Timeout: p.client.opts.DialTimeout}
+	if !p.secure {
+		nc, err := d.DialContext(p.life, "tcp", p.addr)
+		if err != nil {
+			return nil, err
+		}
+		return newConn(p, nc), nil
+	}
+	ctx, cancel := context.WithTimeout(p.life, p.client.opts.DialTimeout)
+	defer cancel()
+	td := &tls.Dialer{NetDialer: d, Config: p.client.opts.TLS}
+	nc, err := td.DialContext(ctx, "tcp", p.addr)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("TLS: %w", err)
 	}
 	return newConn(p, nc), nil
 }

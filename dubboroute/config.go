@@ -119,6 +119,11 @@ type Client struct {
 	// Metrics sets which Dubbo metrics are exported one series per
 	// provider. Changes only on restart.
 	Metrics Metrics `yaml:"metrics"`
+	// TLS is how providers over TLS are spoken to: those whose registry
+	// URL says ssl-enabled=true, or every one with enabled: true (dubbo-go
+	// providers serve TLS without saying so in their URL). Changes only
+	// on restart.
+	TLS config.ClientTLS `yaml:"tls"`
 }
 
 // Metrics sets the cardinality of the Dubbo client's and clusters'
@@ -323,6 +328,7 @@ func (d *Client) Validate(at config.At, _ *config.Config) {
 	if d.MaxPending < 1 {
 		at.Field("max_pending").Errorf("must be at least 1, got %d", d.MaxPending)
 	}
+	at.Field("tls").ValidateClientTLS(d.TLS)
 	validateTypes(at.Field("types"), d.Types)
 	validateAllowedClasses(at.Field("allowed_classes"), d.AllowedClasses)
 	r := at.Field("references")

@@ -273,7 +273,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 			if h.tracer != nil {
 				return h.invokeTraced(ctx, p, inv)
 			}
-			return h.client.Invoke(ctx, p.Addr, inv)
+			return h.client.InvokeTarget(ctx, dubbo.Target{Addr: p.Addr, TLS: p.TLS}, inv)
 		})
 	if err != nil {
 		if call.Service != "" && errors.Is(err, cluster.ErrBreakerOpen) {

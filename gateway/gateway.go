@@ -6,6 +6,7 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -150,7 +151,19 @@ func New(opts Options) (*Gateway, error) {
 	}
 	g.admission = admission.NewMetrics(g.registry)
 	dc := dubboroute.ClientOf(cfg)
+	var dubboTLS *tls.Config
+	if dc.TLS.Set() {
+		if dubboTLS, err = dc.TLS.Build(); err != nil {
+			if g.redis != nil {
+				g.redis.Close()
+			}
+			_ = g.tracing.Shutdown(context.Background())
+			return nil, fmt.Errorf("dubbo.tls: %w", err)
+		}
+	}
 	g.dubbo = dubbo.New(dubbo.Options{
+		TLS:            dubboTLS,
+		TLSAll:         dc.TLS.Enabled,
 		ConnsPerAddr:   dc.ConnsPerAddr,
 		DialTimeout:    dc.DialTimeout.D(),
 		Heartbeat:      dc.Heartbeat.D(),

@@ -127,6 +127,13 @@ func (s *Server) Listen(ctx context.Context, addr string) (net.Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provider: listening on %s: %w", addr, err)
 	}
+	return s.Serve(ln)
+}
+
+// Serve serves on ln (a TLS listener, say) until Close, which closes it,
+// and returns its address. ln is closed at once when the server is
+// closing.
+func (s *Server) Serve(ln net.Listener) (net.Addr, error) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()

@@ -43,6 +43,9 @@ type providerConfig struct {
 	UserGroup     string // -user-group: UserService's group
 	ExtraMethod   bool   // -extra-method: UserService.ping(), a new revision
 	Port          int    // -port on 127.0.0.1; 0 for a free one
+	// TLS: -tls-cert, -tls-key and -tls-ca (PEM files): the provider
+	// serves TLS and requires a client certificate.
+	TLSCert, TLSKey, TLSCA string
 }
 
 // providerBinary builds dubbogoprovider once per test process.
@@ -104,6 +107,7 @@ func startDubboGoProvider(tb testing.TB, cfg providerConfig) *dubboGoProvider {
 	for _, f := range [][2]string{
 		{"-registry-type", cfg.RegistryType}, {"-registry-group", cfg.RegistryGroup}, {"-metadata", cfg.Metadata},
 		{"-app", cfg.App}, {"-user-version", cfg.UserVersion}, {"-user-group", cfg.UserGroup},
+		{"-tls-cert", cfg.TLSCert}, {"-tls-key", cfg.TLSKey}, {"-tls-ca", cfg.TLSCA},
 	} {
 		if f[1] != "" {
 			args = append(args, f[0], f[1])
