@@ -32,6 +32,9 @@ func validateAdmin(ps *problems, a *Admin) {
 	if a.Readiness != ReadinessStrict && a.Readiness != ReadinessLenient {
 		ps.add("admin.readiness", 0, "%q: want strict or lenient", a.Readiness)
 	}
+	if a.TLS.Set() {
+		At{ps, "admin.tls"}.ValidateServerTLS(a.TLS)
+	}
 }
 
 // CheckAdminToken checks an admin token, from the file or from

@@ -44,6 +44,9 @@ func Defaults(c *Config) {
 	SetDefault(&c.Listen, DefaultListen)
 	SetDefault(&c.Admin.Listen, DefaultAdminListen)
 	SetDefault(&c.Admin.Readiness, ReadinessStrict)
+	if c.Admin.TLS.Set() {
+		c.Admin.TLS.Defaults()
+	}
 	SetDefault(&c.Log.Level, DefaultLogLevel)
 	SetDefault(&c.Log.Format, DefaultLogFormat)
 

@@ -75,6 +75,12 @@ type Admin struct {
 	// reload adding routes lists their unread services without leaving
 	// its load balancer. Follows reloads.
 	Readiness string `yaml:"readiness"`
+	// TLS, when it lists certificates, has the admin listener serve HTTPS
+	// (the data plane's tls: shape without listen: admin.listen is the
+	// address), the files reloaded on change; client_auth require makes
+	// every admin client, probes included, present a certificate. Changes
+	// only on restart. Default: plaintext.
+	TLS ServerTLS `yaml:"tls"`
 }
 
 // Values of Admin.Readiness.

@@ -3,6 +3,9 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -20,6 +23,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/dubbogw/dubbogw/internal/testcert"
+	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
 // chromiumPath finds headless Chromium (DUBBOGW_TEST_CHROMIUM, else on
@@ -50,8 +56,9 @@ type browserPage struct {
 	errors []string // uncaught exceptions of the page's scripts
 }
 
-// startBrowser runs headless Chromium until the test ends and attaches to its tab.
-func startBrowser(t *testing.T) *browserPage {
+// startBrowser runs headless Chromium (with flags more) until the test
+// ends and attaches to its tab.
+func startBrowser(t *testing.T, more ...string) *browserPage {
 	t.Helper()
 	// The profile directory is ours to remove, after every Chromium process
 	// (they are several) is gone: t.TempDir's cleanup would race with the
@@ -64,7 +71,8 @@ func startBrowser(t *testing.T) *browserPage {
 	cmd := exec.CommandContext(ctx, chromiumPath(t), "--headless=new", "--no-sandbox", "--disable-gpu",
 		"--no-first-run", "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
 		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=*",
-		"--user-data-dir="+profile, "about:blank")
+		"--user-data-dir="+profile)
+	cmd.Args = append(append(cmd.Args, more...), "about:blank")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // one group: killed whole
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	stderr, err := cmd.StderrPipe()
@@ -402,5 +410,66 @@ routes:
 	}
 	if len(browser.errors) > 0 {
 		t.Errorf("the page threw: %v", browser.errors)
+	}
+}
+
+// TestDashboardOverHTTPS: with admin.tls (and a token, as in production)
+// the admin listener serves HTTPS only, Chromium trusting just its
+// certificate shows the dashboard, asks for the token and polls the
+// summary over it, and the handshakes count under listener="admin".
+func TestDashboardOverHTTPS(t *testing.T) {
+	const token = "dashboard-token-0123456789abcdef"
+	dir := t.TempDir()
+	ca := testcert.NewCA(t, "admin")
+	leaf := ca.Server(t, time.Time{}, "127.0.0.1")
+	certFile, keyFile := testcert.Write(t, dir, "admin.pem", leaf.CertPEM), testcert.Write(t, dir, "admin-key.pem", leaf.KeyPEM)
+	// Chromium accepts this certificate, and no other, by its public key.
+	spki := sha256.Sum256(leaf.Cert.RawSubjectPublicKeyInfo)
+	browser := startBrowser(t, "--ignore-certificate-errors-spki-list="+base64.StdEncoding.EncodeToString(spki[:]))
+	a := echoUpstream(t, "a")
+	admin := fmt.Sprintf("admin:\n  token: %s\n  tls: {certificates: [{cert_file: %q, key_file: %q}], min_version: \"1.3\"}\n", token, certFile, keyFile)
+	tg := startGWRaw(t, strings.Replace(baseYAML, "admin:\n", admin, 1)+fmt.Sprintf(`
+upstreams: {a: {targets: [{url: %q}]}}
+routes:
+  - {name: orders-route, match: {prefix: /orders}, upstream: a}
+`, a.URL))
+	adminURL := "https://" + tg.AdminAddr()
+
+	// Plaintext is refused; HTTPS with the CA answers.
+	if r, err := client.Get("http://" + tg.AdminAddr() + "/livez"); err == nil {
+		r.Body.Close()
+		if r.StatusCode == http.StatusOK {
+			t.Fatal("the admin listener answered plaintext HTTP with admin.tls set")
+		}
+	}
+	tlsClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: ca.ClientConfig()}}
+	t.Cleanup(tlsClient.CloseIdleConnections)
+	r, err := tlsClient.Get(adminURL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusOK || r.TLS == nil || r.TLS.Version != tls.VersionTLS13 {
+		t.Fatalf("GET /readyz over HTTPS: %d, TLS %+v", r.StatusCode, r.TLS)
+	}
+
+	browser.call("Page.navigate", map[string]any{"url": adminURL + "/admin/ui/"})
+	browser.waitFor("token form", `String(document.getElementById('login')?.hidden === false)`, func(v string) bool { return v == "true" })
+	if proto := browser.eval(`location.protocol`); proto != "https:" {
+		t.Fatalf("the page is on %q", proto)
+	}
+	browser.eval(fmt.Sprintf(`(() => { document.getElementById('token').value = %q; document.getElementById('login').requestSubmit(); return ''; })()`, token))
+	browser.waitFor("routes over HTTPS", `document.querySelector('#routes tbody')?.textContent ?? ''`,
+		func(v string) bool { return strings.Contains(v, "orders-route") })
+	browser.waitFor("the summary over HTTPS", `document.getElementById('rate')?.dataset.value ?? ''`,
+		func(v string) bool { return v != "" })
+	if len(browser.errors) > 0 {
+		t.Errorf("the page threw: %v", browser.errors)
+	}
+	if n := testenv.MetricValue(t, tg.registry, "dubbogw_tls_handshakes_total", map[string]string{"listener": "admin", "result": "ok"}); n < 2 {
+		t.Errorf("admin handshakes ok = %v, want the client's and the browser's", n)
+	}
+	if v := testenv.MetricValue(t, tg.registry, "dubbogw_tls_cert_not_after_seconds", map[string]string{"listener": "admin", "cert_file": certFile}); int64(v) != leaf.Cert.NotAfter.Unix() {
+		t.Errorf("admin certificate expiry %v, want %d", v, leaf.Cert.NotAfter.Unix())
 	}
 }

@@ -254,6 +254,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		IdleTimeout:       60 * time.Second,
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 	}
+	if err := g.adminTLS(cfg); err != nil {
+		return err
+	}
 	g.serveBackground("admin", g.admin, g.adminLn)
 
 	if err := awaitProviders(cfg, g.table.Load()); err != nil {

@@ -2,12 +2,15 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/servertls"
@@ -22,7 +25,7 @@ func (g *Gateway) startTLS(ctx context.Context, lc *net.ListenConfig, cfg *confi
 	if tc == nil {
 		return nil
 	}
-	store, err := servertls.NewStore(*tc, true, g.registry, g.log)
+	store, err := servertls.NewStore(tc.Server(), true, tlsMetrics(g.registry, "data"), g.log)
 	if err != nil {
 		return fmt.Errorf("tls listener: %w", err)
 	}
@@ -61,6 +64,37 @@ func (g *Gateway) startTLS(ctx context.Context, lc *net.ListenConfig, cfg *confi
 		store.Run(rctx)
 	}()
 	return nil
+}
+
+// adminTLS has the admin listener serve HTTPS when admin.tls lists
+// certificates: HTTP/1.1 only, the files reloaded on change until
+// Shutdown, handshakes and reloads counted with listener="admin".
+func (g *Gateway) adminTLS(cfg *config.Config) error {
+	if !cfg.Admin.TLS.Set() {
+		return nil
+	}
+	store, err := servertls.NewStore(cfg.Admin.TLS, false, tlsMetrics(g.registry, "admin"), g.log)
+	if err != nil {
+		g.adminLn.Close()
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	g.adminLn = tls.NewListener(g.adminLn, store.TLSConfig())
+	g.admin.TLSConfig = store.TLSConfig()
+	g.admin.ErrorLog = store.ErrorLog(g.log)
+	g.bg.Add(1)
+	go func() {
+		defer g.bg.Done()
+		rctx, cancel := context.WithCancel(context.Background())
+		go func() { <-g.stop; cancel() }()
+		store.Run(rctx)
+	}()
+	return nil
+}
+
+// tlsMetrics is where a listener's TLS store registers its metrics:
+// labelled listener="data" or "admin", so the two never count together.
+func tlsMetrics(reg prometheus.Registerer, listener string) prometheus.Registerer {
+	return prometheus.WrapRegistererWith(prometheus.Labels{"listener": listener}, reg)
 }
 
 // TLSAddr is the TLS listener's address ("" without one).

@@ -7,12 +7,7 @@
 package servertls
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"fmt"
 	"net"
-	"os"
-	"time"
 
 	"github.com/dubbogw/dubbogw/config"
 )
@@ -52,17 +47,22 @@ type Config struct {
 }
 
 // Certificate is one certificate chain and its private key, PEM files.
-type Certificate struct {
-	CertFile string `yaml:"cert_file"`
-	KeyFile  string `yaml:"key_file"`
-}
+type Certificate = config.TLSCertificate
 
 // Values of Config.ClientAuth.
 const (
-	ClientAuthNone    = "none"
-	ClientAuthRequest = "request" // asked for, verified when given
-	ClientAuthRequire = "require" // mTLS: no verified certificate, no connection
+	ClientAuthNone    = config.ClientAuthNone
+	ClientAuthRequest = config.ClientAuthRequest
+	ClientAuthRequire = config.ClientAuthRequire
 )
+
+// Server is what the listener serves TLS with: every setting but the
+// address and the subject header, the shape the admin listener's
+// admin.tls shares.
+func (t *Config) Server() config.ServerTLS {
+	return config.ServerTLS{Certificates: t.Certificates, MinVersion: t.MinVersion, ClientAuth: t.ClientAuth,
+		ClientCAFile: t.ClientCAFile, ReloadInterval: t.ReloadInterval}
+}
 
 // Of returns c's tls: section (defaulted), or nil when it has no TLS
 // listener.
@@ -76,15 +76,9 @@ func Of(c *config.Config) *Config {
 
 // Defaults fills what is unset.
 func (t *Config) Defaults(*config.Config) {
-	if t.MinVersion == "" {
-		t.MinVersion = "1.2"
-	}
-	if t.ClientAuth == "" {
-		t.ClientAuth = ClientAuthNone
-	}
-	if t.ReloadInterval == 0 {
-		t.ReloadInterval = config.Duration(time.Second)
-	}
+	d := t.Server()
+	d.Defaults()
+	t.MinVersion, t.ClientAuth, t.ReloadInterval = d.MinVersion, d.ClientAuth, d.ReloadInterval
 }
 
 // Validate reports every problem, loading the files as the listener
@@ -100,39 +94,7 @@ func (t *Config) Validate(at config.At, c *config.Config) {
 	if _, port, _ := net.SplitHostPort(t.Listen); port != "0" && (t.Listen == c.Listen || t.Listen == c.Admin.Listen) {
 		at.Field("listen").Errorf("%q is already the data or admin listener's address", t.Listen)
 	}
-	if len(t.Certificates) == 0 {
-		at.Field("certificates").Errorf("required: at least one {cert_file, key_file}")
-	}
-	for i, cert := range t.Certificates {
-		cat := at.Field("certificates").Index(i)
-		switch {
-		case cert.CertFile == "":
-			cat.Field("cert_file").Errorf("required")
-		case cert.KeyFile == "":
-			cat.Field("key_file").Errorf("required")
-		default:
-			if _, err := loadPair(cert); err != nil {
-				cat.Errorf("%v", err)
-			}
-		}
-	}
-	if _, err := minVersion(t.MinVersion); err != nil {
-		at.Field("min_version").Errorf("%v", err)
-	}
-	switch t.ClientAuth {
-	case ClientAuthNone:
-	case ClientAuthRequest, ClientAuthRequire:
-		if t.ClientCAFile == "" {
-			at.Field("client_ca_file").Errorf("required with client_auth %s: the CA certificates client certificates are verified against", t.ClientAuth)
-		}
-	default:
-		at.Field("client_auth").Errorf("%q: want none, request or require", t.ClientAuth)
-	}
-	if t.ClientCAFile != "" {
-		if _, err := loadCAs(t.ClientCAFile); err != nil {
-			at.Field("client_ca_file").Errorf("%v", err)
-		}
-	}
+	at.ValidateServerTLS(t.Server())
 	if h := t.ClientSubjectHeader; h != "" {
 		if err := config.CheckIdentityHeader(h, c.RequestID.Header); err != nil {
 			at.Field("client_subject_header").Errorf("%v", err)
@@ -140,7 +102,6 @@ func (t *Config) Validate(at config.At, c *config.Config) {
 			at.Field("client_subject_header").Errorf("needs client_auth request or require: without client certificates there is no subject")
 		}
 	}
-	at.Field("reload_interval").Err(config.Positive(t.ReloadInterval))
 }
 
 // IdentityHeaders makes the subject header one the gateway removes from
@@ -154,31 +115,3 @@ func (t *Config) IdentityHeaders() []string {
 
 // IdentityAttachments: the listener sets no Dubbo attachment.
 func (t *Config) IdentityAttachments() []string { return nil }
-
-func minVersion(v string) (uint16, error) {
-	switch v {
-	case "1.2":
-		return tls.VersionTLS12, nil
-	case "1.3":
-		return tls.VersionTLS13, nil
-	}
-	return 0, fmt.Errorf("%q: want 1.2 or 1.3", v)
-}
-
-// loadPair reads and parses one certificate and key.
-func loadPair(c Certificate) (tls.Certificate, error) {
-	pair, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("loading %s and %s: %w", c.CertFile, c.KeyFile, err)
-	}
-	return pair, nil // pair.Leaf is parsed (Go 1.23+)
-}
-
-// loadCAs reads a PEM bundle of CA certificates.
-func loadCAs(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading the CA file: %w", err)
-	}
-	return config.ParseCertPool(pem, file)
-}

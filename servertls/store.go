@@ -26,7 +26,7 @@ import (
 // does not match, a half-written file) is refused, logged and counted
 // while the last good one keeps serving.
 type Store struct {
-	cfg  Config
+	cfg  config.ServerTLS
 	h2   bool
 	log  *slog.Logger
 	m    *metrics
@@ -48,9 +48,10 @@ type metrics struct {
 }
 
 // NewStore loads cfg's files (they must load: Validate checked them) and
-// registers the metrics with reg. h2 offers HTTP/2 by ALPN beside
+// registers the metrics with reg (which labels them with the listener:
+// prometheus.WrapRegistererWith). h2 offers HTTP/2 by ALPN beside
 // HTTP/1.1.
-func NewStore(cfg Config, h2 bool, reg prometheus.Registerer, log *slog.Logger) (*Store, error) {
+func NewStore(cfg config.ServerTLS, h2 bool, reg prometheus.Registerer, log *slog.Logger) (*Store, error) {
 	m, err := newMetrics(reg)
 	if err != nil {
 		return nil, err
@@ -75,15 +76,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_tls_handshakes_total",
-			Help: "TLS handshakes on the data plane's TLS listener, by result (ok, error).",
+			Help: "TLS handshakes, by listener (data, admin) and result (ok, error).",
 		}, []string{"result"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_tls_reloads_total",
-			Help: "Changes of the TLS listener's certificate or CA files, by result: loaded, or rejected (the previous files keep serving).",
+			Help: "Changes of a TLS listener's certificate or CA files, by listener and result: loaded, or rejected (the previous files keep serving).",
 		}, []string{"result"}),
 		notAfter: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "dubbogw_tls_cert_not_after_seconds",
-			Help: "Expiry (Unix seconds) of each certificate the TLS listener serves, by file.",
+			Help: "Expiry (Unix seconds) of each certificate a TLS listener serves, by listener and file.",
 		}, []string{"cert_file"}),
 	}
 	var err error
@@ -162,7 +163,7 @@ func (s *Store) build(f files) (*loaded, error) {
 		}
 		certs = append(certs, pair)
 	}
-	version, err := minVersion(s.cfg.MinVersion)
+	version, err := config.TLSMinVersion(s.cfg.MinVersion)
 	if err != nil {
 		return nil, err
 	}

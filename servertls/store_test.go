@@ -74,7 +74,7 @@ func TestSNIAndReload(t *testing.T) {
 	cfg.Defaults(nil)
 	cfg.ReloadInterval = config.Duration(50 * time.Millisecond)
 	reg := prometheus.NewRegistry()
-	s, err := NewStore(cfg, true, reg, slog.New(slog.DiscardHandler))
+	s, err := NewStore(cfg.Server(), true, reg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestMinVersionAndClientAuth(t *testing.T) {
 		ClientCAFile: testcert.Write(t, dir, "ca.pem", ca.PEM),
 	}
 	cfg.Defaults(nil)
-	s, err := NewStore(cfg, false, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	s, err := NewStore(cfg.Server(), false, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
