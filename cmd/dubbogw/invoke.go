@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/metadataservice"
 	"github.com/dubbogw/dubbogw/hessian"
@@ -30,6 +32,9 @@ Each JSON_ARG is one argument, e.g.
   dubbogw invoke --registry zookeeper://127.0.0.1:2181 org.example.UserService.getUser '"u1"'
 With --registry, a provider of the service (version and group as given) is
 looked up in ZooKeeper and one is picked at random; nothing is registered.
+A provider is dialed over TLS with --tls, or when its registry URL says
+ssl-enabled=true; --tls-ca, --tls-cert and --tls-key give the CA and a
+client certificate (dubbo-go's TLS providers require one).
 
 flags:
 `
@@ -48,6 +53,12 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 3*time.Second, "call timeout")
 	typed := fs.Bool("typed", false, "send a typed call (real method name and descriptor) instead of generic $invoke")
 	keepClass := fs.Bool("keep-class", false, "keep the \"class\" keys of generic results")
+	var tlsc config.ClientTLS
+	fs.BoolVar(&tlsc.Enabled, "tls", false, "dial the provider over TLS (with --registry, also when its URL says ssl-enabled=true)")
+	fs.StringVar(&tlsc.CAFile, "tls-ca", "", "PEM CA certificates the provider's certificate is verified against (default: the system's)")
+	fs.StringVar(&tlsc.CertFile, "tls-cert", "", "PEM client certificate, for a provider that asks for one (with --tls-key)")
+	fs.StringVar(&tlsc.KeyFile, "tls-key", "", "PEM key of --tls-cert")
+	fs.StringVar(&tlsc.ServerName, "tls-server-name", "", "name verified in the provider's certificate (default: its host)")
 	if code, done := parseCommand(fs, invokeUsage, args, stdout, stderr); done {
 		return code
 	}
@@ -94,7 +105,14 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	for i, t := range paramTypes {
 		names[i] = strings.TrimSpace(strings.SplitN(t, "<", 2)[0])
 	}
-	client := dubbo.New(dubbo.Options{Logger: slog.New(slog.DiscardHandler), Timeout: *timeout})
+	opts := dubbo.Options{Logger: slog.New(slog.DiscardHandler), Timeout: *timeout, TLSAll: tlsc.Enabled}
+	if tlsc.Set() {
+		if opts.TLS, err = tlsc.Build(); err != nil {
+			fmt.Fprintln(stderr, "dubbogw invoke: --tls:", err)
+			return 2
+		}
+	}
+	client := dubbo.New(opts)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -102,15 +120,16 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	to := dubbo.Target{Addr: *addr}
 	if *regURL != "" {
 		found, err := lookupProvider(ctx, *regURL, registry.ServiceKey{Interface: iface, Version: *version, Group: *group}, client)
 		if err != nil {
 			fmt.Fprintln(stderr, "dubbogw invoke:", err)
 			return 1
 		}
-		*addr = found
+		to = dubbo.Target{Addr: found.Addr, TLS: found.TLS}
 	}
-	res, err := client.Invoke(ctx, *addr, &dubbo.Invocation{
+	res, err := client.InvokeTarget(ctx, to, &dubbo.Invocation{
 		Interface: iface, Version: *version, Group: *group, Method: method,
 		ParamTypes: names, Generic: !*typed,
 		WriteArgs: func(e *hessian.Encoder) error {
@@ -201,10 +220,10 @@ func inferType(a []byte) string {
 // lookupProvider finds one provider of key in the ZooKeeper registry named
 // by raw ("zookeeper://h:p[,h:p][/root]"), waiting until ctx ends for the
 // registry's answer.
-func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey, client *dubbo.Client) (string, error) {
+func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey, client *dubbo.Client) (*cluster.Provider, error) {
 	rest, ok := strings.CutPrefix(raw, "zookeeper://")
 	if !ok {
-		return "", fmt.Errorf("--registry %q: only zookeeper://host:port[/root] is supported", raw)
+		return nil, fmt.Errorf("--registry %q: only zookeeper://host:port[/root] is supported", raw)
 	}
 	hosts, root, _ := strings.Cut(rest, "/")
 	if root == "" {
@@ -217,7 +236,7 @@ func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey, cl
 		Metadata: metadataservice.Fetcher(client), MetadataTimeout: time.Until(deadline) / 2,
 	})
 	if err != nil {
-		return "", fmt.Errorf("--registry: %w", err)
+		return nil, fmt.Errorf("--registry: %w", err)
 	}
 	defer func() { _ = reg.Close() }()
 	dir := reg.Subscribe(key)
@@ -225,14 +244,14 @@ func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey, cl
 	select {
 	case <-dir.Ready():
 	case <-ctx.Done():
-		return "", fmt.Errorf("no answer from ZooKeeper at %s: %w", hosts, ctx.Err())
+		return nil, fmt.Errorf("no answer from ZooKeeper at %s: %w", hosts, ctx.Err())
 	}
 	ps := dir.Providers()
 	if len(ps) == 0 {
 		if st := reg.Status(); st.Degraded {
-			return "", fmt.Errorf("ZooKeeper at %s cannot be reached: %s", hosts, st.Error)
+			return nil, fmt.Errorf("ZooKeeper at %s cannot be reached: %s", hosts, st.Error)
 		}
-		return "", fmt.Errorf("no provider of %s in ZooKeeper at %s (root /%s)", key, hosts, root)
+		return nil, fmt.Errorf("no provider of %s in ZooKeeper at %s (root /%s)", key, hosts, root)
 	}
-	return ps[rand.IntN(len(ps))].Addr, nil
+	return ps[rand.IntN(len(ps))], nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/demo"
 	"github.com/dubbogw/dubbogw/dubbo/provider"
+	"github.com/dubbogw/dubbogw/internal/testcert"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 )
 
@@ -115,7 +117,7 @@ func TestHelp(t *testing.T) {
 	flags := map[string][]string{
 		"run":      {"config", "listen", "admin-listen", "log-level", "log-format"},
 		"validate": {"config"},
-		"invoke":   {"addr", "registry", "types", "version", "group", "timeout", "typed", "keep-class"},
+		"invoke":   {"addr", "registry", "types", "version", "group", "timeout", "typed", "keep-class", "tls", "tls-ca", "tls-cert", "tls-key", "tls-server-name"},
 	}
 	for cmd, names := range flags {
 		for _, help := range []string{"--help", "-h", "-help"} {
@@ -756,3 +758,54 @@ func TestInvokeThroughZooKeeper(t *testing.T) {
 type quietZK struct{}
 
 func (quietZK) Printf(string, ...any) {}
+
+// TestInvokeTLS: invoke calls a provider serving Dubbo over TLS that
+// requires a client certificate, given --tls and the files; without
+// --tls, or without the certificate, it fails with exit 1.
+func TestInvokeTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcert.NewCA(t, "providers")
+	leaf := ca.Server(t, time.Time{}, "127.0.0.1")
+	pair, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range demo.DubboServices() {
+		s.Register(svc)
+	}
+	addr, err := s.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	client := ca.Client(t, "cli")
+	caFile := testcert.Write(t, dir, "ca.pem", ca.PEM)
+	certFile, keyFile := testcert.Write(t, dir, "c.pem", client.CertPEM), testcert.Write(t, dir, "k.pem", client.KeyPEM)
+	call := []string{"com.example.demo.UserService.getUser", `"42"`}
+	for _, c := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"--tls", "--tls-ca", caFile, "--tls-cert", certFile, "--tls-key", keyFile}, 0, `"email": "42@example.com"`},
+		{[]string{"--tls-ca", caFile, "--tls-cert", certFile, "--tls-key", keyFile}, 1, "dubbogw invoke:"},
+		{[]string{"--tls", "--tls-ca", caFile}, 1, "dubbogw invoke:"},
+		{[]string{"--tls", "--tls-cert", certFile}, 2, "cert_file and key_file go together"},
+	} {
+		args := append(append([]string{"invoke", "--addr", addr.String(), "--timeout", "2s"}, c.args...), call...)
+		code, out, errOut := runCLI(t, args...)
+		text := out
+		if c.code != 0 {
+			text = errOut
+		}
+		if code != c.code || !strings.Contains(text, c.out) {
+			t.Errorf("%v: exit %d stdout %q stderr %q; want exit %d with %q", c.args, code, out, errOut, c.code, c.out)
+		}
+	}
+}
