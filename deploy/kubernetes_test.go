@@ -6,6 +6,7 @@
 package deploy
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"maps"
@@ -209,9 +210,26 @@ func TestKubernetesManifests(t *testing.T) {
 	if host, _, _ := net.SplitHostPort(cfg.Admin.Listen); host == "127.0.0.1" || host == "localhost" {
 		t.Errorf("admin.listen %s: the kubelet and Prometheus cannot reach loopback", cfg.Admin.Listen)
 	}
+	// The scheme follows admin.tls: the kubelet speaks HTTPS to an admin
+	// listener that serves it (and cannot present a client certificate).
+	wantScheme := "HTTP"
+	if cfg.Admin.TLS.Set() {
+		wantScheme = "HTTPS"
+		if cfg.Admin.TLS.ClientAuth == config.ClientAuthRequire {
+			t.Errorf("admin.tls.client_auth require: the kubelet's probes present no client certificate")
+		}
+	}
 	for probe, wantPath := range map[string]string{"startupProbe": "/livez", "livenessProbe": "/livez", "readinessProbe": "/readyz"} {
 		if str(c, probe+".httpGet.path") != wantPath || str(c, probe+".httpGet.port") != "admin" {
 			t.Errorf("%s: %v %v, want %s on the admin port", probe, at(c, probe+".httpGet.path"), at(c, probe+".httpGet.port"), wantPath)
+		}
+		if scheme := cmp.Or(str(c, probe+".httpGet.scheme"), "HTTP"); scheme != wantScheme {
+			t.Errorf("%s: scheme %s, want %s (admin.tls set: %v)", probe, scheme, wantScheme, cfg.Admin.TLS.Set())
+		}
+	}
+	for _, e := range at(sm, "spec.endpoints").([]any) {
+		if scheme := cmp.Or(str(e, "scheme"), "http"); !strings.EqualFold(scheme, wantScheme) {
+			t.Errorf("ServiceMonitor endpoint scheme %s, want %s (admin.tls set: %v)", scheme, strings.ToLower(wantScheme), cfg.Admin.TLS.Set())
 		}
 	}
 
