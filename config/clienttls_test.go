@@ -18,13 +18,7 @@ import (
 func TestClientCertificateRotation(t *testing.T) {
 	dir := t.TempDir()
 	ca := testcert.NewCA(t, "mtls")
-	server := ca.Server(t, time.Time{}, "127.0.0.1")
-	pair, err := tls.X509KeyPair(server.CertPEM, server.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair},
-		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()})
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", ca.MTLSServerConfig(t, "127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -20,11 +21,22 @@ import (
 // closed when the test ends.
 func startDemo(t testing.TB, addr string) (*provider.Server, string) {
 	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serveDemo(t, ln)
+}
+
+// serveDemo serves the demo services on ln (a TLS listener, say) until
+// the test ends.
+func serveDemo(t testing.TB, ln net.Listener) (*provider.Server, string) {
+	t.Helper()
 	s := provider.NewServer(nil)
 	for _, svc := range demo.DubboServices() {
 		s.Register(svc)
 	}
-	a, err := s.Listen(context.Background(), addr)
+	a, err := s.Serve(ln)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package dubbo
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -9,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dubbogw/dubbogw/demo"
-	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/internal/testcert"
 )
@@ -20,33 +17,12 @@ import (
 // certificate; it verifies it against ca.
 func startTLSDemo(t *testing.T, ca *testcert.CA) string {
 	t.Helper()
-	leaf := ca.Server(t, time.Time{}, "127.0.0.1")
-	pair, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := provider.NewServer(nil)
-	for _, svc := range demo.DubboServices() {
-		s.Register(svc)
-	}
-	a, err := s.Serve(tls.NewListener(ln, &tls.Config{
-		Certificates: []tls.Certificate{pair},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    ca.Pool(),
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Close(ctx)
-	})
-	return a.String()
+	_, addr := serveDemo(t, tls.NewListener(ln, ca.MTLSServerConfig(t, "127.0.0.1")))
+	return addr
 }
 
 // clientTLS is a client configuration trusting ca, with a client
@@ -55,12 +31,7 @@ func clientTLS(t *testing.T, ca *testcert.CA, withCert bool) *tls.Config {
 	t.Helper()
 	tc := ca.ClientConfig()
 	if withCert {
-		leaf := ca.Client(t, "dubbogw")
-		pair, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc.Certificates = []tls.Certificate{pair}
+		tc.Certificates = []tls.Certificate{ca.Client(t, "dubbogw").Pair(t)}
 	}
 	return tc
 }

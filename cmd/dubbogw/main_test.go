@@ -765,11 +765,6 @@ func (quietZK) Printf(string, ...any) {}
 func TestInvokeTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca := testcert.NewCA(t, "providers")
-	leaf := ca.Server(t, time.Time{}, "127.0.0.1")
-	pair, err := tls.X509KeyPair(leaf.CertPEM, leaf.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -778,8 +773,7 @@ func TestInvokeTLS(t *testing.T) {
 	for _, svc := range demo.DubboServices() {
 		s.Register(svc)
 	}
-	addr, err := s.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair},
-		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()}))
+	addr, err := s.Serve(tls.NewListener(ln, ca.MTLSServerConfig(t, "127.0.0.1")))
 	if err != nil {
 		t.Fatal(err)
 	}

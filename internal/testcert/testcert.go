@@ -61,10 +61,28 @@ func (ca *CA) Pool() *x509.CertPool {
 // ClientConfig is a TLS client configuration trusting only the CA.
 func (ca *CA) ClientConfig() *tls.Config { return &tls.Config{RootCAs: ca.Pool()} }
 
+// MTLSServerConfig is a TLS server configuration presenting a certificate
+// the CA issued for names and requiring a client certificate it issued.
+func (ca *CA) MTLSServerConfig(t testing.TB, names ...string) *tls.Config {
+	t.Helper()
+	return &tls.Config{Certificates: []tls.Certificate{ca.Server(t, time.Time{}, names...).Pair(t)},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.Pool()}
+}
+
 // Leaf is a certificate the CA issued, with its key, as PEM.
 type Leaf struct {
 	CertPEM, KeyPEM []byte
 	Cert            *x509.Certificate
+}
+
+// Pair is the leaf as crypto/tls takes it.
+func (l Leaf) Pair(t testing.TB) tls.Certificate {
+	t.Helper()
+	pair, err := tls.X509KeyPair(l.CertPEM, l.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
 }
 
 // Server issues a server certificate for names (DNS names or IP
