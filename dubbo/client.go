@@ -123,7 +123,7 @@ type Client struct {
 	wg   sync.WaitGroup
 
 	mu    sync.Mutex // serialises pool creation against Close
-	pools atomic.Pointer[map[string]*pool]
+	pools atomic.Pointer[map[string]addrPools]
 
 	closed    atomic.Bool
 	inflight  atomic.Int64
@@ -150,7 +150,7 @@ func New(opts Options) *Client {
 		return d
 	}
 	c.calls.New = func() any { return &call{done: make(chan struct{}, 1)} }
-	empty := map[string]*pool{}
+	empty := map[string]addrPools{}
 	c.pools.Store(&empty)
 	return c
 }
@@ -174,9 +174,10 @@ type Target struct {
 	TLS  bool
 }
 
-// InvokeTarget is Invoke on a provider that may speak TLS. A provider
-// whose TLS setting changes (it registered again with ssl-enabled
-// toggled) has its connections replaced.
+// InvokeTarget is Invoke on a provider that may speak TLS. An address
+// called both ways (a provider registered again with ssl-enabled
+// toggled, or its MetadataService called in plaintext) has a pool of
+// connections for each.
 func (c *Client) InvokeTarget(ctx context.Context, t Target, inv *Invocation) (*Result, error) {
 	addr := t.Addr
 	if !c.enter() {
@@ -197,8 +198,37 @@ func (c *Client) InvokeTarget(ctx context.Context, t Target, inv *Invocation) (*
 // (the readonly event): a cluster should stop selecting it. Calls to it
 // still work. It turns false when a new connection to addr is made.
 func (c *Client) Readonly(addr string) bool {
-	p := (*c.pools.Load())[addr]
-	return p != nil && p.readonly.Load()
+	ps := (*c.pools.Load())[addr]
+	return ps.plain != nil && ps.plain.readonly.Load() || ps.secure != nil && ps.secure.readonly.Load()
+}
+
+// addrPools are the connections to one address: in plaintext, over TLS,
+// or both (a provider's MetadataService may be called in plaintext while
+// its services are called over TLS: neither disturbs the other's).
+type addrPools struct{ plain, secure *pool }
+
+func (ps addrPools) of(secure bool) *pool {
+	if secure {
+		return ps.secure
+	}
+	return ps.plain
+}
+
+func (ps addrPools) with(p *pool) addrPools {
+	if p.secure {
+		ps.secure = p
+	} else {
+		ps.plain = p
+	}
+	return ps
+}
+
+func (ps addrPools) each(f func(*pool)) {
+	for _, p := range []*pool{ps.plain, ps.secure} {
+		if p != nil {
+			f(p)
+		}
+	}
 }
 
 // Close stops the Client: new calls fail with ErrClosed at once, calls in
@@ -247,10 +277,10 @@ func (c *Client) leave() {
 func (c *Client) markDrained() { c.drainOnce.Do(func() { close(c.drained) }) }
 
 // pool returns the connections of addr, over TLS when secure, creating
-// them on first use (and again when secure changed). The map is copied on
-// write so calls look it up without a lock.
+// them on first use. The map is copied on write so calls look it up
+// without a lock.
 func (c *Client) pool(addr string, secure bool) (*pool, error) {
-	if p := (*c.pools.Load())[addr]; p != nil && p.secure == secure {
+	if p := (*c.pools.Load())[addr].of(secure); p != nil {
 		return p, nil
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -262,18 +292,13 @@ func (c *Client) pool(addr string, secure bool) (*pool, error) {
 		return nil, ErrClosed
 	}
 	old := *c.pools.Load()
-	if p := old[addr]; p != nil {
-		if p.secure == secure {
-			return p, nil
-		}
-		c.log.Info("dubbo: provider's TLS setting changed: connecting again", "addr", addr, "tls", secure)
-		p.stop()
-		p.metrics.forget()
+	if p := old[addr].of(secure); p != nil {
+		return p, nil
 	}
 	p := newPool(c, addr, secure)
-	pools := make(map[string]*pool, len(old)+1)
+	pools := make(map[string]addrPools, len(old)+1)
 	maps.Copy(pools, old)
-	pools[addr] = p
+	pools[addr] = old[addr].with(p)
 	c.pools.Store(&pools)
 	p.start()
 	return p, nil
@@ -292,8 +317,8 @@ func (c *Client) Addrs() []string {
 func (c *Client) Forget(addr string) {
 	c.mu.Lock()
 	old := *c.pools.Load()
-	p := old[addr]
-	if p == nil {
+	ps, ok := old[addr]
+	if !ok {
 		c.mu.Unlock()
 		return
 	}
@@ -301,8 +326,10 @@ func (c *Client) Forget(addr string) {
 	delete(pools, addr)
 	c.pools.Store(&pools)
 	c.mu.Unlock()
-	p.stop()
-	p.metrics.forget()
+	ps.each(func(p *pool) {
+		p.stop()
+		p.metrics.forget()
+	})
 }
 
 // Redial makes the connections to addr that are waiting out a reconnect
@@ -312,16 +339,14 @@ func (c *Client) Forget(addr string) {
 // does nothing for an address the Client holds nothing for, and dials at
 // most once per call and connection.
 func (c *Client) Redial(addr string) {
-	p := (*c.pools.Load())[addr]
-	if p == nil {
-		return
-	}
-	for _, s := range p.slots {
-		select {
-		case s.redial <- struct{}{}:
-		default:
+	(*c.pools.Load())[addr].each(func(p *pool) {
+		for _, s := range p.slots {
+			select {
+			case s.redial <- struct{}{}:
+			default:
+			}
 		}
-	}
+	})
 }
 
 // callError names the call and the address in err.

@@ -286,7 +286,7 @@ func callCtx(t testing.TB, d time.Duration) context.Context {
 
 // pendingCalls returns the calls waiting on the connections to addr.
 func pendingCalls(c *Client, addr string) int {
-	p := (*c.pools.Load())[addr]
+	p := (*c.pools.Load())[addr].plain
 	if p == nil {
 		return 0
 	}

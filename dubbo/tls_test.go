@@ -39,8 +39,7 @@ func clientTLS(t *testing.T, ca *testcert.CA, withCert bool) *tls.Config {
 // TestTLSProvider calls a provider that serves Dubbo over TLS with a
 // client certificate required: a Target saying TLS, or TLSAll, is
 // called; a plain dial, an unknown CA or no client certificate fail with
-// a clear error; a provider whose TLS setting changes is connected to
-// again.
+// a clear error; an address called both ways has a pool for each.
 func TestTLSProvider(t *testing.T) {
 	ca := testcert.NewCA(t, "dubbo providers")
 	addr := startTLSDemo(t, ca)
@@ -89,22 +88,32 @@ func TestTLSProvider(t *testing.T) {
 		}
 	})
 
-	t.Run("setting changes", func(t *testing.T) {
+	t.Run("both ways", func(t *testing.T) {
+		// One address called in plaintext and over TLS (a provider's
+		// MetadataService in plaintext, say): a pool each, neither
+		// disturbing the other.
 		_, plainAddr := startDemo(t, "127.0.0.1:0")
 		c := newClient(t, Options{TLS: clientTLS(t, ca, true), DialTimeout: 2 * time.Second})
 		if _, err := c.Invoke(callCtx(t, 3*time.Second), plainAddr, getUser()); err != nil {
 			t.Fatal(err)
 		}
-		// The provider now says TLS, which it does not speak: the plain
-		// connection is dropped, and a TLS one tried.
+		plain := (*c.pools.Load())[plainAddr].plain
 		if _, err := c.InvokeTarget(callCtx(t, 3*time.Second), Target{Addr: plainAddr, TLS: true}, getUser()); err == nil {
-			t.Fatal("a TLS call to a plaintext provider succeeded: the plain connection was reused")
+			t.Fatal("a TLS call to a plaintext provider succeeded: the plain connection was used")
 		}
 		if _, err := c.Invoke(callCtx(t, 3*time.Second), plainAddr, getUser()); err != nil {
 			t.Fatalf("plain again: %v", err)
 		}
+		ps := (*c.pools.Load())[plainAddr]
+		if ps.plain != plain || plain.life.Err() != nil || ps.secure == nil {
+			t.Fatalf("pools of the address: plain %p (was %p, ended: %v), secure %p", ps.plain, plain, plain.life.Err(), ps.secure)
+		}
 		if got := c.Addrs(); len(got) != 1 {
 			t.Fatalf("addresses held: %v, want the one", got)
+		}
+		c.Forget(plainAddr)
+		if plain.life.Err() == nil || ps.secure.life.Err() == nil || len(c.Addrs()) != 0 {
+			t.Fatal("Forget left a pool of the address running")
 		}
 	})
 }
