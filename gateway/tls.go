@@ -50,19 +50,14 @@ func (g *Gateway) startTLS(ctx context.Context, lc *net.ListenConfig, cfg *confi
 		ErrorLog:          store.ErrorLog(g.log),
 	}
 	g.log.Info("listening", "listener", "tls", "addr", g.tlsLn.Addr().String())
-	g.bg.Add(2)
+	g.bg.Add(1)
 	go func() {
 		defer g.bg.Done()
 		if err := g.dataTLS.ServeTLS(g.tlsLn, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			g.log.Error("listener failed", "listener", "tls", "error", err)
 		}
 	}()
-	go func() {
-		defer g.bg.Done()
-		rctx, cancel := context.WithCancel(context.Background())
-		go func() { <-g.stop; cancel() }()
-		store.Run(rctx)
-	}()
+	g.runStore(store)
 	return nil
 }
 
@@ -79,16 +74,20 @@ func (g *Gateway) adminTLS(cfg *config.Config) error {
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	g.adminLn = tls.NewListener(g.adminLn, store.TLSConfig())
-	g.admin.TLSConfig = store.TLSConfig()
 	g.admin.ErrorLog = store.ErrorLog(g.log)
+	g.runStore(store)
+	return nil
+}
+
+// runStore reloads store's files on change until Shutdown closes g.stop.
+func (g *Gateway) runStore(store *servertls.Store) {
 	g.bg.Add(1)
 	go func() {
 		defer g.bg.Done()
-		rctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(context.Background())
 		go func() { <-g.stop; cancel() }()
-		store.Run(rctx)
+		store.Run(ctx)
 	}()
-	return nil
 }
 
 // tlsMetrics is where a listener's TLS store registers its metrics:

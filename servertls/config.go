@@ -86,7 +86,7 @@ func (t *Config) Defaults(*config.Config) {
 // first handshake.
 func (t *Config) Validate(at config.At, c *config.Config) {
 	if t.Listen == "" {
-		if len(t.Certificates) > 0 || t.ClientCAFile != "" {
+		if srv := t.Server(); srv.Set() {
 			at.Field("listen").Errorf("required: the TLS listener's address, e.g. :8443")
 		}
 		return
