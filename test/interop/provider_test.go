@@ -23,9 +23,10 @@ import (
 // stays out of the test binary, and the race detector judges our code, not
 // dubbo-go's.
 type dubboGoProvider struct {
-	Addr string // 127.0.0.1:port
-	logs *syncBuffer
-	stop func() // closes the provider's stdin and waits for it to exit
+	Addr    string // 127.0.0.1:port
+	TriAddr string // with providerConfig.Tri: the Triple server's 127.0.0.1:port
+	logs    *syncBuffer
+	stop    func() // closes the provider's stdin and waits for it to exit
 }
 
 // providerConfig is what the provider is started with; zero fields take
@@ -46,6 +47,10 @@ type providerConfig struct {
 	// TLS: -tls-cert, -tls-key and -tls-ca (PEM files): the provider
 	// serves TLS and requires a client certificate.
 	TLSCert, TLSKey, TLSCA string
+	// Tri (-tri) also exports the services over Triple (h2c), on TriPort
+	// (-tri-port; 0 for a free one).
+	Tri     bool
+	TriPort int
 }
 
 // providerBinary builds dubbogoprovider once per test process.
@@ -119,6 +124,12 @@ func startDubboGoProvider(tb testing.TB, cfg providerConfig) *dubboGoProvider {
 	if cfg.Port != 0 {
 		args = append(args, "-port", strconv.Itoa(cfg.Port))
 	}
+	if cfg.Tri {
+		args = append(args, "-tri")
+		if cfg.TriPort != 0 {
+			args = append(args, "-tri-port", strconv.Itoa(cfg.TriPort))
+		}
+	}
 	p := &dubboGoProvider{logs: &syncBuffer{}}
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = p.logs
@@ -175,7 +186,8 @@ func startDubboGoProvider(tb testing.TB, cfg providerConfig) *dubboGoProvider {
 	})
 
 	select {
-	case p.Addr = <-ready:
+	case line := <-ready:
+		p.Addr, p.TriAddr, _ = strings.Cut(line, " tri ")
 	case <-exited:
 		tb.Fatalf("the dubbo-go provider exited before it was ready:\n%s", p.logs.String())
 	case <-time.After(90 * time.Second):

@@ -11,7 +11,7 @@
 //	    [-registry-type interface|service|all] [-registry-group G]
 //	    [-metadata local|remote] [-app NAME]
 //	    [-user-version V] [-user-group G] [-extra-method] [-port N]
-//	    [-tls-cert F -tls-key F [-tls-ca F]]
+//	    [-tls-cert F -tls-key F [-tls-ca F]] [-tri [-tri-port N]]
 //
 // Registration (-zk): -registry-type "interface" writes the interface-level
 // nodes /dubbo/<interface>/providers/<url>; "service" (dubbo-go's own
@@ -36,6 +36,13 @@
 // own export, with application metadata-service-port set to another port,
 // would listen on 0.0.0.0.)
 //
+// -tri also exports both services over Triple (HTTP/2, h2c; non-IDL:
+// hessian2 arguments in Triple's wrapper messages) on -tri-port (0: a free
+// one), registered beside the dubbo URL; the ready line then ends with
+// " tri 127.0.0.1:<port>". dubbo-go serves them under the Go method
+// names (/org.dubbogw.interop.UserService/GetUser), as a non-IDL dubbo-go
+// service does.
+//
 // -extra-method adds UserService.ping() (returns "pong"), which changes
 // the metadata revision; -port keeps the address across restarts.
 package main
@@ -51,6 +58,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	_ "dubbo.apache.org/dubbo-go/v3/cluster/cluster/failover"
 	_ "dubbo.apache.org/dubbo-go/v3/cluster/loadbalance/random"
@@ -76,6 +84,7 @@ import (
 	_ "dubbo.apache.org/dubbo-go/v3/metadata/mapping/metadata"
 	_ "dubbo.apache.org/dubbo-go/v3/metadata/report/zookeeper"
 	_ "dubbo.apache.org/dubbo-go/v3/protocol/dubbo"
+	_ "dubbo.apache.org/dubbo-go/v3/protocol/triple"
 	_ "dubbo.apache.org/dubbo-go/v3/proxy/proxy_factory"
 	"dubbo.apache.org/dubbo-go/v3/registry"
 	_ "dubbo.apache.org/dubbo-go/v3/registry/protocol"
@@ -97,6 +106,8 @@ type options struct {
 	extraMethod                             bool
 	port                                    int
 	tlsCert, tlsKey, tlsCA                  string
+	tri                                     bool
+	triPort                                 int
 }
 
 func main() {
@@ -116,6 +127,8 @@ func main() {
 	flag.StringVar(&o.tlsCert, "tls-cert", "", "serve over TLS with this certificate (PEM; with -tls-key): dubbo-go's tls_config")
 	flag.StringVar(&o.tlsKey, "tls-key", "", "the certificate's key (PEM)")
 	flag.StringVar(&o.tlsCA, "tls-ca", "", "CA certificates (PEM) a consumer's certificate is verified against")
+	flag.BoolVar(&o.tri, "tri", false, "also export the services over Triple (h2c)")
+	flag.IntVar(&o.triPort, "tri-port", 0, "the Triple port on 127.0.0.1 with -tri (0: a free one)")
 	flag.Parse()
 
 	if err := run(o); err != nil {
@@ -170,18 +183,29 @@ func run(o options) error {
 		protocol.Params = gettyParams
 	}
 
+	protocolIDs := []string{"dubbo"}
+	triPort := o.triPort
+	if o.tri {
+		protocolIDs = append(protocolIDs, "tri")
+		if triPort == 0 {
+			var err error
+			if triPort, err = freePort(); err != nil {
+				return err
+			}
+		}
+	}
 	provider := config.NewProviderConfigBuilder().
 		AddService(users.Reference(), config.NewServiceConfigBuilder().
 			SetInterface(userServiceName).
 			SetVersion(o.userVersion).
 			SetGroup(o.userGroup).
-			SetProtocolIDs("dubbo").
+			SetProtocolIDs(protocolIDs...).
 			SetSerialization("hessian2").
 			Build()).
 		AddService(greeter.Reference(), config.NewServiceConfigBuilder().
 			SetInterface(greeterServiceName).
 			SetGroup(greeterGroup).
-			SetProtocolIDs("dubbo").
+			SetProtocolIDs(protocolIDs...).
 			SetSerialization("hessian2").
 			Build())
 
@@ -204,6 +228,13 @@ func run(o options) error {
 		SetApplication(application.Build()).
 		AddProtocol("dubbo", protocol).
 		SetLogger(&config.LoggerConfig{Level: o.logLevel, File: &config.File{}})
+	if o.tri {
+		root.AddProtocol("tri", config.NewProtocolConfigBuilder().
+			SetName("tri").
+			SetIp("127.0.0.1").
+			SetPort(strconv.Itoa(triPort)).
+			Build())
+	}
 
 	if o.tlsCert != "" {
 		// getty then serves TLS and requires a client certificate
@@ -235,8 +266,32 @@ func run(o options) error {
 			return err
 		}
 	}
-	fmt.Printf("ready 127.0.0.1:%d\n", port)
+	if o.tri {
+		// dubbo-go starts the Triple server on a goroutine of its own
+		// after the export: wait until it accepts.
+		if err := waitListening(fmt.Sprintf("127.0.0.1:%d", triPort), 30*time.Second); err != nil {
+			return fmt.Errorf("the Triple server: %w", err)
+		}
+		fmt.Printf("ready 127.0.0.1:%d tri 127.0.0.1:%d\n", port, triPort)
+	} else {
+		fmt.Printf("ready 127.0.0.1:%d\n", port)
+	}
 	return nil
+}
+
+// waitListening waits until addr accepts a connection.
+func waitListening(addr string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listens on %s after %v: %w", addr, limit, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // loopbackMetadataService exports dubbo-go's MetadataService on the
