@@ -32,8 +32,38 @@ type Provider struct {
 	// TLS is the URL parameter ssl-enabled=true: the provider's protocol
 	// is served over TLS (Java Dubbo's ProtocolConfig.sslEnabled).
 	TLS bool
+	// Protocol is the URL's protocol: dubbo (the zero value) or tri.
+	Protocol Protocol
 	// Params are the other URL parameters but pid.
 	Params Params
+}
+
+// Protocol is the RPC protocol a provider speaks.
+type Protocol uint8
+
+// The protocols of provider URLs this gateway calls.
+const (
+	ProtocolDubbo  Protocol = iota // dubbo://: TCP, hessian2
+	ProtocolTriple                 // tri://: Triple, HTTP/2
+)
+
+// ParseProtocol returns the Protocol of a URL scheme, false for one this
+// gateway does not speak.
+func ParseProtocol(scheme string) (Protocol, bool) {
+	switch scheme {
+	case "dubbo":
+		return ProtocolDubbo, true
+	case "tri":
+		return ProtocolTriple, true
+	}
+	return 0, false
+}
+
+func (p Protocol) String() string {
+	if p == ProtocolTriple {
+		return "tri"
+	}
+	return "dubbo"
 }
 
 // NewProvider builds a Provider from a registry URL's address and

@@ -8,6 +8,7 @@ import (
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
+	"github.com/dubbogw/dubbogw/triple"
 )
 
 // newCluster builds the route's cluster: policy, mode, retries and
@@ -65,9 +66,18 @@ func classify(err error) cluster.Class {
 	var (
 		se *dubbo.StatusError
 		be *dubbo.BusinessError
+		ts *triple.StatusError
 		ae *argError
 	)
 	switch {
+	case errors.As(err, &ts):
+		switch {
+		case ts.NotExecuted():
+			return cluster.NotExecuted
+		case ts.Business():
+			return cluster.Business
+		}
+		return cluster.MaybeExecuted
 	case errors.As(err, &ae), errors.As(err, &be), errors.Is(err, dubbo.ErrPayloadTooLarge):
 		// The request's fault (or the provider's answer): the same request
 		// fails on any provider, and says nothing about this one's health.

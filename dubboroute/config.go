@@ -59,6 +59,13 @@ const (
 // four bodies of the default size limit at once, or thousands of small ones.
 const DefaultDubboBodyBudget = config.ByteSize(32 << 20)
 
+// Protocols a route calls its providers with.
+const (
+	ProtocolDubbo  = "dubbo"
+	ProtocolTriple = "tri"
+	ProtocolAuto   = "auto"
+)
+
 // Sources of a Param.
 const (
 	FromPath     = "path"
@@ -160,8 +167,13 @@ type Config struct {
 	Version   string `yaml:"version"`
 	Group     string `yaml:"group"`
 	Method    string `yaml:"method"`
-	// Generic calls through $invoke (no provider JAR needed; default true);
-	// false sends a typed call (real method name and descriptor).
+	// Protocol is the protocol providers are called with: dubbo, tri
+	// (Triple) or auto (default): dubbo where a provider offers it, else
+	// tri. Providers of the other protocol are left out.
+	Protocol string `yaml:"protocol"`
+	// Generic calls through $invoke (no provider JAR needed; default true,
+	// false with protocol tri); false sends a typed call (real method name
+	// and descriptor). Triple providers take typed calls only.
 	Generic *bool `yaml:"generic"`
 	// Async calls $invokeAsync instead of $invoke (generic only): the
 	// provider runs the method on its async path. Default false.
@@ -350,7 +362,8 @@ func (d *Client) Validate(at config.At, _ *config.Config) {
 func (rt *Route) Defaults(ctx config.RouteContext) {
 	c, r, dr := ctx.Config, ctx.Route, &rt.Dubbo
 	deriveRegistry(c, dr)
-	config.SetDefaultPtr(&dr.Generic, true)
+	config.SetDefault(&dr.Protocol, ProtocolAuto)
+	config.SetDefaultPtr(&dr.Generic, dr.Protocol != ProtocolTriple)
 	config.SetDefault(&dr.Timeout, r.Timeout)
 	config.SetDefault(&dr.Timeout, DefaultDubboTimeout)
 	config.SetDefault(&r.Timeout, dr.Timeout)
@@ -471,6 +484,18 @@ func (rt *Route) Validate(at config.At, ctx config.RouteContext) {
 	at.Field("timeout").Err(config.Positive(dr.Timeout))
 	if dr.Async && dr.Generic != nil && !*dr.Generic {
 		at.Field("async").Errorf("async ($invokeAsync) is a generic call: set generic: true or drop async")
+	}
+	switch dr.Protocol {
+	case ProtocolDubbo, ProtocolAuto:
+	case ProtocolTriple:
+		if dr.Generic != nil && *dr.Generic {
+			at.Field("generic").Errorf("Triple providers take typed calls only ($invoke is not served over Triple): set generic: false and declare the DTO types")
+		}
+		if dr.Passthrough != nil {
+			at.Field("passthrough").Errorf("a pass-through route makes generic calls, which Triple providers do not serve: use protocol dubbo or auto")
+		}
+	default:
+		at.Field("protocol").Errorf("unknown protocol %q (known: dubbo, tri, auto)", dr.Protocol)
 	}
 	if _, err := cluster.ParseMode(dr.Cluster); err != nil {
 		at.Field("cluster").Err(err)

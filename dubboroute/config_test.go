@@ -106,6 +106,15 @@ func TestDubboConfigProblems(t *testing.T) {
 			"dubbo.tls", `min_version "1.1"`},
 		{"async without generic", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      generic: false\n      async: true\n"),
 			"routes[0].dubbo.async", "async ($invokeAsync) is a generic call"},
+		{"unknown protocol", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      protocol: grpc\n"),
+			"routes[0].dubbo.protocol", `unknown protocol "grpc" (known: dubbo, tri, auto)`},
+		{"generic over tri", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      protocol: tri\n      generic: true\n"),
+			"routes[0].dubbo.generic", "Triple providers take typed calls only"},
+		{"pass-through over tri", dubboRoute(`{path: "/d/{interface}/{method}"}`, "      registry: local\n      protocol: tri\n      generic: false\n      passthrough: {allow: [a.B]}\n"),
+			"routes[0].dubbo.passthrough", "Triple providers do not serve"},
+		{"static tri provider", "registries:\n  local:\n    providers:\n      a.B: [\"tri://127.0.0.1:50051\"]\n", "", ""},
+		{"static provider of another protocol", "registries:\n  local:\n    providers:\n      a.B: [\"rest://127.0.0.1:8080\"]\n",
+			`registries.local.providers["a.B"][0]`, `protocol "rest" is not supported (dubbo or tri)`},
 		{"bad types", dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      types: {a.Dto: {\"bad field\": int}}\n"),
 			`routes[0].dubbo.types["a.Dto"]["bad field"]`, "is not a Java field name"},
 	}
@@ -155,6 +164,14 @@ func TestDubboDefaults(t *testing.T) {
 	zk := configtest.Parse(t, "registries:\n  zk: {type: zookeeper, address: \"zookeeper://127.0.0.1:2181,127.0.0.1:2182\"}\n")
 	if cl := dubboroute.ClientOf(zk); cl.References.Max != dubboroute.DefaultMaxReferences {
 		t.Errorf("references defaults: %+v", cl.References)
+	}
+	if d.Protocol != dubboroute.ProtocolAuto {
+		t.Errorf("protocol %q, want auto", d.Protocol)
+	}
+	// Over Triple, calls are typed by default.
+	c = configtest.Parse(t, dubboRoute(`{path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n      protocol: tri\n"))
+	if d, _ := dubboroute.RouteOf(c.Routes[0]); *d.Generic {
+		t.Errorf("a tri route is generic by default")
 	}
 	// POST is not idempotent unless the route says so.
 	c = configtest.Parse(t, dubboRoute(`{methods: [POST], path: /u}`, "      registry: local\n      interface: a.B\n      method: m\n"))

@@ -26,11 +26,15 @@ import (
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 	"github.com/dubbogw/dubbogw/observe"
 	"github.com/dubbogw/dubbogw/registry"
+	"github.com/dubbogw/dubbogw/triple"
 )
 
 // Deps are the process-wide parts a Dubbo route uses.
 type Deps struct {
 	Client *dubbo.Client
+	// Triple calls the providers offered over Triple (tri://); nil: the
+	// route leaves them out.
+	Triple *triple.Client
 	// References are the reference caches of the registries, by name.
 	References map[string]*registry.References
 	// Types are DTO field types shared by every route (dubbo.types).
@@ -82,6 +86,8 @@ type Handler struct {
 	route    string
 	cfg      *Config
 	client   *dubbo.Client
+	triple   *triple.Client // nil: tri providers are left out
+	protocol protocolChoice
 	log      *slog.Logger
 	enc      *jsonbridge.Encoder
 	jsonOpts jsonbridge.DecodeOptions
@@ -142,14 +148,16 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{
-		route:   route,
-		cfg:     cfg,
-		client:  d.Client,
-		log:     log,
-		enc:     enc,
-		timeout: cfg.Timeout.D(),
-		tracer:  d.Tracer,
-		budget:  bodyBudget{limit: int64(cfg.MaxBodyBytesInFlight)},
+		route:    route,
+		cfg:      cfg,
+		client:   d.Client,
+		triple:   d.Triple,
+		protocol: protocolChoice{mode: cfg.Protocol},
+		log:      log,
+		enc:      enc,
+		timeout:  cfg.Timeout.D(),
+		tracer:   d.Tracer,
+		budget:   bodyBudget{limit: int64(cfg.MaxBodyBytesInFlight)},
 		jsonOpts: jsonbridge.DecodeOptions{
 			KeepClass: cfg.Result.KeepClass, LongAsNumber: cfg.Result.LongAsNumber, BigAsNumber: cfg.Result.BigAsNumber,
 		},
@@ -189,6 +197,34 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 	}
 	h.dir = h.ref.Dir
 	return h, nil
+}
+
+// protocols are the providers of a snapshot the route calls: those of
+// its protocol (dubbo, tri, or auto's choice), and no tri provider
+// without a Triple client.
+func (h *Handler) protocols(snapshot []*cluster.Provider) []*cluster.Provider {
+	ps := h.protocol.of(snapshot)
+	if h.triple == nil && len(ps) > 0 && ps[0].Protocol == cluster.ProtocolTriple {
+		return nil
+	}
+	return ps
+}
+
+// noProviderOfProtocol is the message of a call whose service has
+// providers, none of the protocol the route calls.
+func (h *Handler) noProviderOfProtocol(dir *registry.Directory) string {
+	if h.triple == nil {
+		return "no provider for " + dir.Key().String() + " over dubbo: its providers offer it only over tri, which this gateway was built without"
+	}
+	return "no provider for " + dir.Key().String() + " over " + h.cfg.Protocol + ": its providers offer it only over another protocol (set the route's dubbo.protocol)"
+}
+
+// invoke calls inv on p with the client of p's protocol.
+func (h *Handler) invoke(ctx context.Context, p *cluster.Provider, inv *dubbo.Invocation) (*dubbo.Result, error) {
+	if p.Protocol == cluster.ProtocolTriple {
+		return h.triple.Invoke(ctx, dubbo.Target{Addr: p.Addr, TLS: p.TLS}, inv)
+	}
+	return h.client.InvokeTarget(ctx, dubbo.Target{Addr: p.Addr, TLS: p.TLS}, inv)
 }
 
 // readonly excludes providers that announced they are shutting down.
@@ -261,6 +297,10 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		exchange.Fail(w, r, exchange.CodeNoProvider, noProvider(dir))
 		return
 	}
+	if providers = h.protocols(providers); len(providers) == 0 {
+		exchange.Fail(w, r, exchange.CodeNoProvider, h.noProviderOfProtocol(dir))
+		return
+	}
 	call := &cluster.Call{Method: inv.Method, HashKey: hashKey, Exclude: h.readonly}
 	if h.passthrough != nil {
 		call.Service = dir.Key().String() // its own breaker: one service failing never stops the others
@@ -268,12 +308,12 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	res, err := h.cluster.Invoke(ctx, providers, call,
 		func(ctx context.Context, p *cluster.Provider) (any, error) {
 			if info != nil {
-				info.Upstream = "dubbo://" + p.Addr + "/" + dir.Key().String()
+				info.Upstream = p.Protocol.String() + "://" + p.Addr + "/" + dir.Key().String()
 			}
 			if h.tracer != nil {
 				return h.invokeTraced(ctx, p, inv)
 			}
-			return h.client.InvokeTarget(ctx, dubbo.Target{Addr: p.Addr, TLS: p.TLS}, inv)
+			return h.invoke(ctx, p, inv)
 		})
 	if err != nil {
 		if call.Service != "" && errors.Is(err, cluster.ErrBreakerOpen) {
@@ -376,6 +416,7 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		ae  *argError
 		be  *dubbo.BusinessError
 		se  *dubbo.StatusError
+		ts  *triple.StatusError
 		mbe *http.MaxBytesError
 	)
 	switch {
@@ -405,6 +446,19 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 			msg = be.Exception.Class + ": " + be.Exception.Message
 		}
 		exchange.WriteError(w, r, h.cfg.ExceptionStatus, exchange.CodeDubboException, msg)
+	case errors.As(err, &ts) && ts.Business():
+		// A Triple method's own failure: its status and message, as a
+		// dubbo exception's class and message.
+		exchange.WriteError(w, r, h.cfg.ExceptionStatus, exchange.CodeDubboException, ts.Code.String()+": "+ts.Message)
+	case errors.As(err, &ts):
+		switch ts.Code {
+		case triple.DeadlineExceeded:
+			exchange.Fail(w, r, exchange.CodeTimeout, h.detail(r, err, h.serviceName()+" answered "+ts.Code.String()))
+		case triple.ResourceExhausted:
+			exchange.Fail(w, r, exchange.CodeOverloaded, h.detail(r, err, h.serviceName()+" answered "+ts.Code.String()))
+		default:
+			exchange.Fail(w, r, exchange.CodeBadGateway, h.detail(r, err, h.serviceName()+" answered "+ts.Code.String()))
+		}
 	case errors.Is(err, cluster.ErrBreakerOpen):
 		exchange.Fail(w, r, exchange.CodeBreakerOpen, "circuit breaker open for route "+h.route+": failing fast")
 	case errors.Is(err, cluster.ErrNoProvider):

@@ -50,7 +50,7 @@ func (h *Handler) invokeTraced(ctx context.Context, p *cluster.Provider, inv *du
 	delete(attempt.Attachments, "tracestate")
 	propagation.TraceContext{}.Inject(ctx, propagation.MapCarrier(attempt.Attachments))
 
-	res, err := h.client.InvokeTarget(ctx, dubbo.Target{Addr: p.Addr, TLS: p.TLS}, &attempt)
+	res, err := h.invoke(ctx, p, &attempt)
 	if err != nil {
 		span.SetAttributes(attribute.String("error.type", errorType(err)))
 		span.RecordError(err)

@@ -37,6 +37,7 @@ import (
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/redisclient"
 	"github.com/dubbogw/dubbogw/tracing"
+	"github.com/dubbogw/dubbogw/triple"
 )
 
 // Options are what a Gateway is made from.
@@ -84,6 +85,7 @@ type Gateway struct {
 	dataTLS               *http.Server // nil without a tls: listener
 	demoDubbo             *provider.Server
 	dubbo                 *dubbo.Client
+	triple                *triple.Client
 	dataLn, adminLn       net.Listener
 	tlsLn                 net.Listener
 	connCounts            *connCounts // the connection caps' counts, both data listeners
@@ -173,7 +175,18 @@ func New(opts Options) (*Gateway, error) {
 		Registerer:     g.registry,
 		PerAddrMetrics: dc.Metrics.PerProvider,
 	})
-	g.deps = deps{log: g.log, metrics: g.metrics, upstream: proxy.NewMetrics(g.registry), dubbo: g.dubbo,
+	// Triple providers (tri://) share the dubbo section's bounds.
+	g.triple = triple.New(triple.Options{
+		TLS:         dubboTLS,
+		TLSAll:      dc.TLS.Enabled,
+		DialTimeout: dc.DialTimeout.D(),
+		Heartbeat:   dc.Heartbeat.D(),
+		MaxPayload:  int(dc.MaxPayload),
+		MaxPending:  dc.MaxPending,
+		Logger:      g.log,
+		Registerer:  g.registry,
+	})
+	g.deps = deps{log: g.log, metrics: g.metrics, upstream: proxy.NewMetrics(g.registry), dubbo: g.dubbo, triple: g.triple,
 		cluster: cluster.NewMetrics(g.registry, cluster.MetricsOptions{PerProvider: dc.Metrics.PerProvider}),
 		redis:   g.redis, registry: g.registry, admission: g.admission, tracer: g.tracer}
 	first := g.deps
@@ -181,6 +194,7 @@ func New(opts Options) (*Gateway, error) {
 	t, err := buildTable(cfg, nil, first)
 	if err != nil {
 		_ = g.dubbo.Close(context.Background())
+		_ = g.triple.Close(context.Background())
 		if g.redis != nil {
 			g.redis.Close()
 		}
@@ -191,6 +205,7 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		t.closeExcept(nil)
 		_ = g.dubbo.Close(context.Background())
+		_ = g.triple.Close(context.Background())
 		if g.redis != nil {
 			g.redis.Close()
 		}
@@ -548,6 +563,9 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	if err := g.dubbo.Close(cctx); err != nil {
 		errs = append(errs, fmt.Errorf("closing dubbo client: %w", err))
 	}
+	if err := g.triple.Close(cctx); err != nil {
+		errs = append(errs, fmt.Errorf("closing triple client: %w", err))
+	}
 	cancel()
 	if g.redis != nil {
 		g.redis.Close() // after the routes' filters, which stopped their renewals
@@ -719,16 +737,21 @@ func (g *Gateway) forgetUnlisted(prev map[string]bool) map[string]bool {
 		}
 	}
 	now := map[string]bool{}
-	for _, addr := range g.dubbo.Addrs() {
-		if listed[addr] {
-			continue
+	for _, c := range []interface {
+		Addrs() []string
+		Forget(string)
+	}{g.dubbo, g.triple} {
+		for _, addr := range c.Addrs() {
+			if listed[addr] {
+				continue
+			}
+			if prev[addr] {
+				g.log.Info("closing the connections of a provider no registry lists any more", "addr", addr)
+				c.Forget(addr)
+				continue
+			}
+			now[addr] = true
 		}
-		if prev[addr] {
-			g.log.Info("dubbo: closing the connections of a provider no registry lists any more", "addr", addr)
-			g.dubbo.Forget(addr)
-			continue
-		}
-		now[addr] = true
 	}
 	return now
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/dubbogw/dubbogw/registry"
 	"github.com/dubbogw/dubbogw/router"
 	"github.com/dubbogw/dubbogw/servertls"
+	"github.com/dubbogw/dubbogw/triple"
 )
 
 // route is one compiled route: its filter chain ends in its upstream.
@@ -107,6 +108,7 @@ type deps struct {
 	metrics  *metrics
 	upstream *proxy.Metrics
 	dubbo    *dubbo.Client // nil in Check: routes are compiled, never called
+	triple   *triple.Client
 	cluster  *cluster.Metrics
 	offline  bool // Check: registries that would connect somewhere are stood in for
 	// noWait builds the table without waiting for the registries
@@ -308,7 +310,7 @@ func buildRoute(cfg *config.Config, rc *config.Route, t, old *table, d deps) (_ 
 		client := dubboroute.ClientOf(cfg)
 		var err error
 		dh, err = dubboroute.New(rc.Name, dr, dubboroute.Deps{
-			Client: d.dubbo, References: t.references, Types: client.Types, AllowedClasses: client.AllowedClasses, Log: d.log, ClusterMetrics: d.cluster,
+			Client: d.dubbo, Triple: d.triple, References: t.references, Types: client.Types, AllowedClasses: client.AllowedClasses, Log: d.log, ClusterMetrics: d.cluster,
 			Tracer: d.tracer, Encoders: &t.encoders,
 		})
 		if err != nil {

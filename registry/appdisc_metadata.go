@@ -445,10 +445,11 @@ func appdiscHessianType(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// ProviderURLs returns a dubbo:// ProviderURL for every service of m that
-// inst offers over the dubbo protocol, in the order of their keys:
-//   - Addr is inst.Host with the instance's own dubbo port,
-//     inst.EndpointPort("dubbo"), else ServiceInfo.Port; never inst.Port
+// ProviderURLs returns a dubbo:// or tri:// ProviderURL for every service
+// of m that inst offers over the dubbo or Triple protocol, in the order of
+// their keys:
+//   - Addr is inst.Host with the instance's own port of the service's
+//     protocol, inst.EndpointPort(protocol), else ServiceInfo.Port; never inst.Port
 //     (it can belong to another protocol). The instance's endpoints come
 //     first because remote metadata is shared by every instance of a
 //     revision: its ports are those of the instance that wrote it first
@@ -463,13 +464,12 @@ func appdiscHessianType(v any) string {
 // returned in skipped, one "key: reason" each. The URLs share nothing with
 // m, so m may be cached while they are changed.
 func (m *MetadataInfo) ProviderURLs(inst *Instance) (urls []*ProviderURL, skipped []string) {
-	endpointPort := inst.EndpointPort("dubbo")
 	for _, o := range m.Offers() {
 		if o.Skip != "" {
 			skipped = append(skipped, o.Key+": "+o.Skip)
 			continue
 		}
-		addr, ok := o.Addr(inst.Host, endpointPort)
+		addr, ok := o.Addr(inst.Host, inst.EndpointPort(o.URL.Protocol))
 		if !ok {
 			skipped = append(skipped, o.Key+": "+NoPortReason)
 			continue
@@ -483,7 +483,7 @@ func (m *MetadataInfo) ProviderURLs(inst *Instance) (urls []*ProviderURL, skippe
 
 // NoPortReason is why an offer an instance cannot be reached at is
 // skipped: Offer.Addr found no port.
-const NoPortReason = "no port: the instance has no dubbo endpoint and the service gives none"
+const NoPortReason = "no port: the instance has no endpoint of the service's protocol and the service gives none"
 
 // Offer is one service of a metadata revision, as every instance at that
 // revision offers it: the provider URL but for its address, which is the
@@ -512,9 +512,10 @@ func (m *MetadataInfo) Offers() []Offer {
 		if iface == "" {
 			iface = s.Path
 		}
+		_, known := cluster.ParseProtocol(s.Protocol)
 		switch {
-		case s.Protocol != "dubbo":
-			o.Skip = fmt.Sprintf("protocol %q: only dubbo is spoken", s.Protocol)
+		case !known:
+			o.Skip = fmt.Sprintf("protocol %q: only dubbo and tri are spoken", s.Protocol)
 		case iface == "":
 			o.Skip = "no interface: neither path nor name is given"
 		default:
@@ -525,15 +526,15 @@ func (m *MetadataInfo) Offers() []Offer {
 			appdiscDefault(params, "group", s.Group)
 			appdiscDefault(params, "version", s.Version)
 			appdiscDefault(params, "interface", iface)
-			o.URL = &ProviderURL{Protocol: "dubbo", Interface: iface, Params: params}
+			o.URL = &ProviderURL{Protocol: s.Protocol, Interface: iface, Params: params}
 		}
 		offers = append(offers, o)
 	}
 	return offers
 }
 
-// Addr is where an instance on host offers o: at its own dubbo endpoint's
-// port (endpointPort, Instance.EndpointPort("dubbo")) when it has one, else
+// Addr is where an instance on host offers o: at its own endpoint's port
+// for o's protocol (endpointPort, Instance.EndpointPort) when it has one, else
 // at the service's port; false when neither is a port.
 func (o *Offer) Addr(host string, endpointPort int) (string, bool) {
 	port := endpointPort

@@ -202,7 +202,7 @@ func TestAppdiscInstanceReal(t *testing.T) {
 // that it survives the round trip through a provider URL string.
 func appdiscCheckURL(t *testing.T, u *ProviderURL, addr string, key ServiceKey) {
 	t.Helper()
-	if u.Protocol != "dubbo" || u.Addr != addr || u.Interface != key.Interface || !u.Matches(key) {
+	if u.Protocol != "dubbo" && u.Protocol != "tri" || u.Addr != addr || u.Interface != key.Interface || !u.Matches(key) {
 		t.Errorf("url %+v does not serve %v at %s", u, key, addr)
 	}
 	if u.Params.Get("interface") != key.Interface || u.Params.Get("group") != key.Group || u.Params.Get("version") != key.Version {
@@ -219,7 +219,8 @@ func appdiscCheckURL(t *testing.T, u *ProviderURL, addr string, key ServiceKey) 
 
 // TestAppdiscMetadataJava parses the hand-made Java Dubbo 3.2 documents
 // (gson's fields, and fastjson's getters too) and checks that the tri
-// service is skipped and the port never comes from the instance node.
+// service is offered at the tri endpoint and the port never comes from
+// the instance node.
 func TestAppdiscMetadataJava(t *testing.T) {
 	inst := appdiscInstance(t, "java-instance.json") // node port 50051 is tri's; dubbo is 20880
 	m, err := ParseMetadataJSON(appdiscReadFile(t, "java-metadata-gson.json"))
@@ -234,11 +235,15 @@ func TestAppdiscMetadataJava(t *testing.T) {
 		t.Fatalf("GreetingService %+v", greet)
 	}
 	urls, skipped := m.ProviderURLs(inst)
-	if len(urls) != 2 || len(skipped) != 1 || !strings.Contains(skipped[0], `org.apache.dubbo.demo.DemoService:tri: protocol "tri"`) {
+	if len(urls) != 3 || len(skipped) != 0 {
 		t.Fatalf("urls %v, skipped %q", urls, skipped)
 	}
 	appdiscCheckURL(t, urls[0], "192.168.1.10:20880", ServiceKey{Interface: "org.apache.dubbo.demo.GreetingService", Group: "greeting", Version: "1.0.0"})
 	appdiscCheckURL(t, urls[1], "192.168.1.10:20880", ServiceKey{Interface: "org.apache.dubbo.demo.DemoService"})
+	appdiscCheckURL(t, urls[2], "192.168.1.10:50051", ServiceKey{Interface: "org.apache.dubbo.demo.DemoService"})
+	if urls[1].Protocol != "dubbo" || urls[2].Protocol != "tri" {
+		t.Errorf("protocols %s, %s: want dubbo, tri", urls[1].Protocol, urls[2].Protocol)
+	}
 	if p, err := urls[0].Provider(); err != nil || p.Weight != 50 {
 		t.Errorf("Provider = %+v, %v", p, err)
 	}
@@ -308,7 +313,7 @@ func TestAppdiscMetadataJavaHessian(t *testing.T) {
 	}
 	inst := appdiscInstance(t, "java-instance.json")
 	urls, skipped := m.ProviderURLs(inst)
-	if len(urls) != 2 || len(skipped) != 1 {
+	if len(urls) != 3 || len(skipped) != 0 {
 		t.Fatalf("urls %v, skipped %v", urls, skipped)
 	}
 	// In key order: "g/..." before "org...".
@@ -440,7 +445,8 @@ func TestAppdiscProviderURLs(t *testing.T) {
 	m := &MetadataInfo{Services: map[string]*ServiceInfo{
 		"a:dubbo":      {Name: "a", Protocol: "dubbo"},                              // endpoint port
 		"b:dubbo":      {Name: "b", Protocol: "dubbo", Port: 20001, Path: "b-path"}, // own port, path
-		"c:tri":        {Name: "c", Protocol: "tri", Port: 50051},                   // other protocol
+		"c:tri":        {Name: "c", Protocol: "tri", Port: 50052},                   // the tri endpoint
+		"i:rest":       {Name: "i", Protocol: "rest", Port: 8080},                   // other protocol
 		"d:":           {Name: "d"},                                                 // no protocol
 		"e:dubbo":      {Protocol: "dubbo"},                                         // no interface
 		"g/f:1:dubbo":  {Name: "f", Group: "g", Version: "1", Protocol: "dubbo", Params: cluster.NewParams(map[string]string{"group": "", "version": "9", "interface": "f"})},
@@ -452,8 +458,11 @@ func TestAppdiscProviderURLs(t *testing.T) {
 	for _, u := range urls {
 		got[u.Interface] = u
 	}
-	if len(urls) != 4 || got["a"] == nil || got["b"] == nil || got["f"] == nil || got["h"] == nil {
+	if len(urls) != 5 || got["a"] == nil || got["b"] == nil || got["f"] == nil || got["h"] == nil || got["c"] == nil {
 		t.Fatalf("urls %v", urls)
+	}
+	if got["c"].Addr != "10.0.0.1:50051" || got["c"].Protocol != "tri" {
+		t.Errorf("c: %s %s, want tri at the tri endpoint's 10.0.0.1:50051", got["c"].Protocol, got["c"].Addr)
 	}
 	// The instance's own dubbo endpoint wins over the service's port:
 	// remote metadata carries the ports of the instance that wrote it.
@@ -469,9 +478,9 @@ func TestAppdiscProviderURLs(t *testing.T) {
 		t.Errorf("f params %v: an empty group is filled, a given version kept", f)
 	}
 	wantSkipped := []string{
-		`c:tri: protocol "tri": only dubbo is spoken`,
-		`d:: protocol "": only dubbo is spoken`,
+		`d:: protocol "": only dubbo and tri are spoken`,
 		"e:dubbo: no interface: neither path nor name is given",
+		`i:rest: protocol "rest": only dubbo and tri are spoken`,
 	}
 	if !reflect.DeepEqual(skipped, wantSkipped) {
 		t.Errorf("skipped %q\nwant    %q", skipped, wantSkipped)
@@ -479,10 +488,10 @@ func TestAppdiscProviderURLs(t *testing.T) {
 
 	// Without a dubbo endpoint, the service's own port is used, and a
 	// service without one (or with one out of range) is skipped: the
-	// node's port (9999 here) is never used.
+	// node's port (9999 here) is never used. The tri endpoint stays.
 	inst.Endpoints = inst.Endpoints[:1]
 	urls, skipped = m.ProviderURLs(inst)
-	if len(urls) != 1 || urls[0].Addr != "10.0.0.1:20001" || len(skipped) != 6 || !strings.HasPrefix(skipped[0], "a:dubbo: no port") {
+	if len(urls) != 2 || urls[0].Addr != "10.0.0.1:20001" || urls[1].Addr != "10.0.0.1:50051" || len(skipped) != 6 || !strings.HasPrefix(skipped[0], "a:dubbo: no port") {
 		t.Errorf("urls %v, skipped %q", urls, skipped)
 	}
 
@@ -556,7 +565,7 @@ func appdiscCheckMetadata(t *testing.T, m *MetadataInfo, inst *Instance) {
 		t.Fatalf("%d urls and %d skipped of %d services", len(urls), len(skipped), len(m.Services))
 	}
 	for _, u := range urls {
-		if u.Protocol != "dubbo" || u.Interface == "" {
+		if u.Protocol != "dubbo" && u.Protocol != "tri" || u.Interface == "" {
 			t.Fatalf("url %+v", u)
 		}
 		if _, err := ParseProviderURL(u.Addr); err != nil {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"github.com/dubbogw/dubbogw/cluster"
 	"log/slog"
 	"maps"
 	"net"
@@ -101,8 +102,8 @@ func checkProviderURL(s string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not a provider URL%s", shown, config.URLErrorDetail(s, err))
 	}
-	if u.Scheme != "dubbo" {
-		return fmt.Errorf("%q: protocol %q is not supported (dubbo only)", shown, u.Scheme)
+	if _, ok := cluster.ParseProtocol(u.Scheme); !ok {
+		return fmt.Errorf("%q: protocol %q is not supported (dubbo or tri)", shown, u.Scheme)
 	}
 	host, port, err := net.SplitHostPort(u.Host)
 	if err != nil || host == "" {

@@ -130,8 +130,9 @@ type DirectoryStatus struct {
 
 // ProviderStatus describes one provider of a directory.
 type ProviderStatus struct {
-	Addr   string `json:"address"`
-	Weight int    `json:"weight"`
+	Addr     string `json:"address"`
+	Protocol string `json:"protocol"` // dubbo or tri
+	Weight   int    `json:"weight"`
 	ProviderOrigin
 }
 
@@ -567,7 +568,7 @@ func describe(key string, e *dirEntry) DirectoryStatus {
 		Updated: e.dir.Updated(), Providers: make([]ProviderStatus, 0, len(providers))}
 	for _, p := range providers {
 		o := e.dir.Origin(p.Addr)
-		st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Weight: p.Weight, ProviderOrigin: o})
+		st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Protocol: p.Protocol.String(), Weight: p.Weight, ProviderOrigin: o})
 		switch {
 		case o.Source == "" || st.Discovery == o.Source:
 		case st.Discovery == "":

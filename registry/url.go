@@ -96,5 +96,8 @@ func (p *ProviderURL) Provider() (*cluster.Provider, error) {
 	if err != nil && p.Addr != "" {
 		err = fmt.Errorf("provider %s: %w", p.Addr, err)
 	}
+	if c != nil {
+		c.Protocol, _ = cluster.ParseProtocol(p.Protocol)
+	}
 	return c, err
 }

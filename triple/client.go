@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -190,7 +191,7 @@ func (c *Client) Invoke(ctx context.Context, t dubbo.Target, inv *dubbo.Invocati
 		return nil, callError(t.Addr, inv, dubbo.ErrClosed)
 	}
 	defer c.leave()
-	c.metrics.inflight.Inc()
+	c.metrics.use().inflight.Inc()
 	start := time.Now()
 	res, o, err := c.invoke(ctx, t, inv)
 	c.metrics.observe(o, time.Since(start))
@@ -498,6 +499,18 @@ func (c *Client) addrState(addr string) *addrState {
 	}
 	st, _ := c.addrs.LoadOrStore(addr, new(addrState))
 	return st.(*addrState)
+}
+
+// Addrs lists the provider addresses the Client has called and not
+// forgotten.
+func (c *Client) Addrs() []string {
+	var addrs []string
+	c.addrs.Range(func(k, _ any) bool {
+		addrs = append(addrs, k.(string))
+		return true
+	})
+	slices.Sort(addrs)
+	return addrs
 }
 
 // Forget drops what the Client keeps for addr (its pending count and

@@ -64,8 +64,11 @@ func outcomeOf(err error) outcome {
 }
 
 // metrics are the client's series: none is labelled by address, so their
-// number does not grow with the registry.
+// number does not grow with the registry. They are made by the first call
+// (use), so a gateway that never calls a Triple provider exports none.
 type metrics struct {
+	once        sync.Once
+	families    families
 	calls       [numOutcomes]prometheus.Counter
 	duration    prometheus.Observer
 	inflight    prometheus.Gauge
@@ -73,39 +76,60 @@ type metrics struct {
 	dialErrors  prometheus.Counter
 }
 
+type families struct {
+	calls       *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	inflight    *prometheus.GaugeVec
+	connections *prometheus.GaugeVec
+	dialErrors  *prometheus.CounterVec
+}
+
 func newMetrics(reg prometheus.Registerer) *metrics {
-	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dubbogw_triple_calls_total",
-		Help: "Triple calls by result (ok, status_error, timeout, canceled, overloaded, connect_error, connection_lost, closed, bad_request, decode_error).",
-	}, []string{"result"})
-	duration := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "dubbogw_triple_call_duration_seconds",
-		Help:    "Time from starting a Triple call to its result or error.",
-		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-	})
-	inflight := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "dubbogw_triple_pending_calls",
-		Help: "Triple calls sent and waiting for their response.",
-	})
-	connections := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "dubbogw_triple_connections",
-		Help: "Open HTTP/2 connections to Triple providers.",
-	})
-	dialErrors := prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "dubbogw_triple_dial_errors_total",
-		Help: "Failed attempts to connect to Triple providers.",
-	})
+	f := families{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dubbogw_triple_calls_total",
+			Help: "Triple calls by result (ok, status_error, timeout, canceled, overloaded, connect_error, connection_lost, closed, bad_request, decode_error).",
+		}, []string{"result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "dubbogw_triple_call_duration_seconds",
+			Help:    "Time from starting a Triple call to its result or error.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, nil),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dubbogw_triple_pending_calls",
+			Help: "Triple calls sent and waiting for their response.",
+		}, nil),
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "dubbogw_triple_connections",
+			Help: "Open HTTP/2 connections to Triple providers.",
+		}, nil),
+		dialErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dubbogw_triple_dial_errors_total",
+			Help: "Failed attempts to connect to Triple providers.",
+		}, nil),
+	}
 	if reg != nil {
-		calls = observe.MustRegister(reg, calls)
-		duration = observe.MustRegister(reg, duration)
-		inflight = observe.MustRegister(reg, inflight)
-		connections = observe.MustRegister(reg, connections)
-		dialErrors = observe.MustRegister(reg, dialErrors)
+		f.calls = observe.MustRegister(reg, f.calls)
+		f.duration = observe.MustRegister(reg, f.duration)
+		f.inflight = observe.MustRegister(reg, f.inflight)
+		f.connections = observe.MustRegister(reg, f.connections)
+		f.dialErrors = observe.MustRegister(reg, f.dialErrors)
 	}
-	m := &metrics{duration: duration, inflight: inflight, connections: connections, dialErrors: dialErrors}
-	for o := range numOutcomes {
-		m.calls[o] = calls.WithLabelValues(o.String())
-	}
+	return &metrics{families: f}
+}
+
+// use makes the series on the first call; every call runs it first.
+func (m *metrics) use() *metrics {
+	m.once.Do(func() {
+		f := &m.families
+		for o := range numOutcomes {
+			m.calls[o] = f.calls.WithLabelValues(o.String())
+		}
+		m.duration = f.duration.WithLabelValues()
+		m.inflight = f.inflight.WithLabelValues()
+		m.connections = f.connections.WithLabelValues()
+		m.dialErrors = f.dialErrors.WithLabelValues()
+	})
 	return m
 }
 
@@ -121,6 +145,7 @@ type dialer struct {
 }
 
 func (d dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.m.use()
 	nc, err := d.d.DialContext(ctx, network, addr)
 	if err != nil {
 		d.m.dialErrors.Inc()

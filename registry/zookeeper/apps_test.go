@@ -415,8 +415,16 @@ func TestZooKeeperAppsRemoteMetadata(t *testing.T) {
 	}
 
 	java := registry.ProviderOrigin{Source: registry.SourceApplication, App: "demo-provider", Revision: javaRev}
-	checkAddrs(t, dDemo, "192.168.1.10:20880")
+	// DemoService is offered over dubbo and over tri, at the instance's
+	// tri endpoint.
+	checkAddrs(t, dDemo, "192.168.1.10:20880", "192.168.1.10:50051")
 	checkOrigin(t, dDemo, "192.168.1.10:20880", java)
+	checkOrigin(t, dDemo, "192.168.1.10:50051", java)
+	for _, p := range dDemo.Providers() {
+		if want := p.Addr == "192.168.1.10:50051"; (p.Protocol == cluster.ProtocolTriple) != want {
+			t.Errorf("DemoService at %s: protocol %s", p.Addr, p.Protocol)
+		}
+	}
 	checkAddrs(t, dGreeting, "192.168.1.10:20880")
 	checkOrigin(t, dGreeting, "192.168.1.10:20880", java)
 	if ps := dGreeting.Providers(); len(ps) == 1 && ps[0].Weight != 50 {
@@ -443,13 +451,13 @@ func TestZooKeeperAppsRemoteMetadata(t *testing.T) {
 
 	// 4 mappings, 3 applications, 4 instances; remote metadata is read,
 	// not watched; one fetch per application and revision (facts-remote's
-	// two instances share their node); the tri service skipped once.
+	// two instances share their node); nothing skipped.
 	waitStatus(t, r, "11 watches, 3 applications, 4 instances, 3 fetches, 3 cached", func(st registry.Status) bool {
 		return st.Watches == 11 && st.OrphanWatches == 0 && st.Applications == 3 && st.Instances == 4 &&
 			st.MetadataFetches == 3 && st.MetadataFailures == 0 && st.MetadataCached == 3 && st.Subscriptions == 6
 	})
-	if n := r.SkippedURLs(); n != 1 {
-		t.Errorf("skipped %d URLs, want 1 (the tri service)", n)
+	if n := r.SkippedURLs(); n != 0 {
+		t.Errorf("skipped %d URLs, want 0", n)
 	}
 	want := []string{
 		e.instancePath(gv), e.appPath("demo-provider") + "/192.168.1.10:50051",

@@ -29,7 +29,7 @@ func TestZooKeeperProvidersFromNodes(t *testing.T) {
 	e.addProvider(e.admin, iface, "10.0.0.8:20880", "version=1.0.0&disabled=true", 0)
 	e.addProvider(e.admin, iface, "10.0.0.9:20880", "version=2.0.0", 0)
 	// Skipped, and counted: another protocol, serialization or category.
-	e.addNode(e.admin, e.nodePath(iface, "providers"), url.QueryEscape("tri://10.0.0.4:50051/"+iface+"?version=1.0.0"), 0)
+	e.addNode(e.admin, e.nodePath(iface, "providers"), url.QueryEscape("rest://10.0.0.4:50051/"+iface+"?version=1.0.0"), 0)
 	e.addProvider(e.admin, iface, "10.0.0.5:20880", "version=1.0.0&serialization=kryo", 0)
 	e.addProvider(e.admin, iface, "10.0.0.7:20880", "version=1.0.0&category=routers", 0)
 	// Ignored without a word: Dubbo's "no provider" marker.

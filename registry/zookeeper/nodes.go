@@ -110,7 +110,13 @@ func parseProviderNode(name string) (*providerNode, string) {
 // (TestQuickProviderNode). At start a registry parses every provider of
 // every routed service on its one worker: 50,000 at 5,000 services.
 func quickProviderNode(raw string) *providerNode {
+	proto := cluster.ProtocolDubbo
 	rest, ok := strings.CutPrefix(raw, "dubbo://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(raw, "tri://"); ok {
+			proto = cluster.ProtocolTriple
+		}
+	}
 	if !ok || strings.ContainsAny(rest, "%+;#@[") || !quickChars(rest) {
 		return nil
 	}
@@ -120,7 +126,7 @@ func quickProviderNode(raw string) *providerNode {
 	if !ok || host == "" || !quickHost(host) || !quickPort(port) || strings.Contains(iface, "/") {
 		return nil
 	}
-	p := &cluster.Provider{Addr: strings.Clone(hostPort), Weight: cluster.DefaultWeight, Warmup: cluster.DefaultWarmup}
+	p := &cluster.Provider{Addr: strings.Clone(hostPort), Weight: cluster.DefaultWeight, Warmup: cluster.DefaultWarmup, Protocol: proto}
 	var match nodeMatch
 	match.iface = iface
 	pairs := make([]cluster.Pair, 0, 24)
@@ -219,8 +225,8 @@ func quickPort(port string) bool {
 // newProviderNode checks that this gateway can call the provider u names
 // and parses it.
 func newProviderNode(u *registry.ProviderURL) (*providerNode, string) {
-	if u.Protocol != "dubbo" {
-		return nil, fmt.Sprintf("protocol %q: only dubbo is spoken", u.Protocol)
+	if _, ok := cluster.ParseProtocol(u.Protocol); !ok {
+		return nil, fmt.Sprintf("protocol %q: only dubbo and tri are spoken", u.Protocol)
 	}
 	if c := u.Params.Get("category"); c != "" && c != "providers" {
 		return nil, fmt.Sprintf("category %q is not providers", c)
@@ -277,7 +283,11 @@ func offerNodes(offers []nodeOffer, inst *registry.Instance, origin *nodeOrigin,
 		node     providerNode
 		provider cluster.Provider
 	}, len(offers))
-	endpointPort := inst.EndpointPort("dubbo")
+	// The instance's endpoint port of each protocol, looked up once.
+	var endpointPorts [2]int
+	for proto := range endpointPorts {
+		endpointPorts[proto] = inst.EndpointPort(cluster.Protocol(proto).String())
+	}
 	lastPort, lastAddr := -1, "" // the address last made, and its port (never -1)
 	for i := range offers {
 		o := &offers[i]
@@ -285,6 +295,7 @@ func offerNodes(offers []nodeOffer, inst *registry.Instance, origin *nodeOrigin,
 			skip(o.Key, o.Skip)
 			continue
 		}
+		endpointPort := endpointPorts[o.node.provider.Protocol]
 		port := endpointPort
 		if port <= 0 {
 			port = o.Port

@@ -33,7 +33,8 @@ func TestParseProviderNode(t *testing.T) {
 		{"prefers hessian2", providerChild("10.0.0.1:20880", "serialization=fastjson2&prefer.serialization=fastjson2,%20hessian2"), true, ""},
 		{"category providers", providerChild("10.0.0.1:20880", "category=providers"), true, ""},
 		{"empty marker", url.QueryEscape("empty://10.0.0.1/" + testIface + "?category=providers"), false, ""},
-		{"other protocol", url.QueryEscape("tri://10.0.0.1:50051/" + testIface), false, `protocol "tri"`},
+		{"triple", url.QueryEscape("tri://10.0.0.1:20880/" + testIface + "?serialization=hessian2"), true, ""},
+		{"other protocol", url.QueryEscape("rest://10.0.0.1:8080/" + testIface), false, `protocol "rest"`},
 		{"other category", providerChild("10.0.0.1:20880", "category=routers"), false, `category "routers"`},
 		{"other serialization", providerChild("10.0.0.1:20880", "serialization=kryo&prefer.serialization=kryo,fastjson2"), false, `serialization "kryo"`},
 		{"not encoded", "dubbo%zz", false, "not URL-encoded"},
@@ -49,6 +50,9 @@ func TestParseProviderNode(t *testing.T) {
 			if c.usable {
 				if reason != "" || n.addr() != "10.0.0.1:20880" || n.provider.Addr != "10.0.0.1:20880" {
 					t.Fatalf("parsed %+v, reason %q", n, reason)
+				}
+				if want := strings.HasPrefix(c.child, "tri"); (n.provider.Protocol == cluster.ProtocolTriple) != want {
+					t.Fatalf("protocol %v for %s", n.provider.Protocol, c.child)
 				}
 				return
 			}

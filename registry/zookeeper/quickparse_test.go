@@ -59,12 +59,15 @@ func TestQuickProviderNode(t *testing.T) {
 		"dubbo://10.0.0.1:65535/com.example.A?weight=99999999999",
 		"dubbo://h_1:1/x?a=b?c=d",
 		"dubbo://10.0.0.1:20880?interface=com.example.A",
+		"tri://10.0.0.1:50051/com.example.A?serialization=hessian2&weight=5",
+		strings.Replace(java, "dubbo://", "tri://", 1),
 	}
 	for _, raw := range usual {
 		checkQuick(t, raw, true)
 	}
 	unusual := []string{
-		"tri://10.0.0.1:50051/com.example.A",
+		"rest://10.0.0.1:50051/com.example.A",
+		"TRI://10.0.0.1:50051/com.example.A",
 		"DUBBO://10.0.0.1:20880/com.example.A",
 		"dubbo://[::1]:20880/com.example.A",
 		"dubbo://u@10.0.0.1:20880/com.example.A",

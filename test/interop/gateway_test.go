@@ -35,7 +35,7 @@ func TestGatewayDubboGo(t *testing.T) {
 		t.Skip("DUBBOGW_TEST_ZK_ADDR is not set (scripts/test.sh starts a ZooKeeper; set CI to make this a failure)")
 	}
 	p := startDubboGoProvider(t, providerConfig{ZK: zkAddr})
-	gw := startGateway(t, gatewayYAML(zkAddr))
+	gw := startGateway(t, gatewayYAML(zkAddr, "generic", "typed"))
 
 	for _, mode := range []string{"generic", "typed"} {
 		t.Run(mode, func(t *testing.T) {
@@ -64,8 +64,10 @@ func TestGatewayDubboGo(t *testing.T) {
 // gatewayYAML is the gateway's configuration: the ZooKeeper registry (root
 // "dubbo", where the provider registers) and, for each of generic and
 // typed invocation, a route per feature under /generic and /typed; then the
-// pass-through, generic on /dubbo and typed on /dubbo-typed.
-func gatewayYAML(zkAddr string) string {
+// pass-through, generic on /dubbo and typed on /dubbo-typed. The modes
+// tri and tri-app are typed calls over Triple, with the providers read at
+// interface and application level.
+func gatewayYAML(zkAddr string, modes ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `
 listen: "127.0.0.1:0"
@@ -79,10 +81,15 @@ dubbo:
     %s: {age: int, tags: "java.util.List<java.lang.String>"}
 routes:
 `, zkAddr, userClass)
-	for _, mode := range []string{"generic", "typed"} {
+	for _, mode := range modes {
 		typed := "" // generic is the default
-		if mode == "typed" {
+		switch mode {
+		case "typed":
 			typed = "generic: false, "
+		case "tri":
+			typed = "protocol: tri, discovery: interface, " // typed: the default over Triple
+		case "tri-app":
+			typed = "protocol: tri, discovery: application, "
 		}
 		route := func(name, match, dubbo string, extra ...string) {
 			fmt.Fprintf(&b, "  - name: %s-%s\n    match: %s\n    dubbo: {registry: zk, %s%s}\n", mode, name, match, typed, dubbo)
@@ -146,6 +153,16 @@ func gatewayCases(mode string) []gatewayCase {
 	if mode == "generic" {
 		idKey, unknownMethod = "iD", `java.lang.Throwable: "nosuch" method is not found, service key: `+userService+":"+userVersion
 	}
+	// Over Triple, dubbo-go sends a method's error as grpc-status UNKNOWN
+	// with its message (no exception class), and an unknown method is
+	// UNIMPLEMENTED: the provider did not run it.
+	tri := strings.HasPrefix(mode, "tri")
+	exception := func(class, message string) string {
+		if tri {
+			return "UNKNOWN: " + message
+		}
+		return class + ": " + message
+	}
 	user := func(id, name string, age int, email string, tags ...string) string {
 		t, _ := json.Marshal(tags)
 		return fmt.Sprintf(`{%q: %q, "name": %q, "age": %d, "email": %q, "tags": %s}`, idKey, id, name, age, email, t)
@@ -184,17 +201,16 @@ func gatewayCases(mode string) []gatewayCase {
 		{name: "negative long beyond 2^53", method: "GET", path: "/add?a=-" + beyond53 + "&b=-2", check: wantJSON(`"-9007199254740995"`)},
 
 		{name: "exception", method: "GET", path: "/fail?message=no+stock",
-			check: wantError(500, "DUBBO_EXCEPTION", route("fail"), bizException+": no stock")},
+			check: wantError(500, "DUBBO_EXCEPTION", route("fail"), exception(bizException, "no stock"))},
 		{name: "exception status", method: "GET", path: "/fail/422?message=out+of+range",
-			check: wantError(422, "DUBBO_EXCEPTION", route("fail-422"), bizException+": out of range")},
+			check: wantError(422, "DUBBO_EXCEPTION", route("fail-422"), exception(bizException, "out of range"))},
 		// A Go error, which dubbo-go sends as a java.lang.Throwable.
 		{name: "crash", method: "GET", path: "/crash?message=disk",
-			check: wantError(500, "DUBBO_EXCEPTION", route("crash"), "java.lang.Throwable: crash: disk")},
+			check: wantError(500, "DUBBO_EXCEPTION", route("crash"), exception("java.lang.Throwable", "crash: disk"))},
 		{name: "timeout", method: "GET", path: "/slow?ms=3000",
 			check: wantError(504, "TIMEOUT", route("slow"), "no answer from "+userService+":"+userVersion+".slow within 300ms")},
 		{name: "within timeout", method: "GET", path: "/slow?ms=10", check: wantJSON(`"slept 10ms"`)},
-		{name: "unknown method", method: "GET", path: "/nosuch",
-			check: wantError(500, "DUBBO_EXCEPTION", route("unknown-method"), unknownMethod)},
+		unknownMethodCase(mode, unknownMethod),
 		{name: "wrong argument type", method: "GET", path: "/users/count/abc",
 			check: wantError(400, "BAD_REQUEST", route("list-users-path"), `parameter 0 (int from path "count"): cannot use string "abc" as int: not a number`)},
 		{name: "missing primitive", method: "GET", path: "/add",
@@ -204,6 +220,17 @@ func gatewayCases(mode string) []gatewayCase {
 		{name: "no provider of group", method: "GET", path: "/group/red",
 			check: wantError(503, "NO_PROVIDER", route("no-group"), "no provider for red/"+greeterService+"; the registry has providers of "+greeterService+" for group blue")},
 	}
+}
+
+// unknownMethodCase calls a method the provider does not have: an
+// exception over dubbo, UNIMPLEMENTED over Triple.
+func unknownMethodCase(mode, message string) gatewayCase {
+	c := gatewayCase{name: "unknown method", method: "GET", path: "/nosuch",
+		check: wantError(500, "DUBBO_EXCEPTION", mode+"-unknown-method", message)}
+	if strings.HasPrefix(mode, "tri") {
+		c.check = wantError(502, "BAD_GATEWAY", mode+"-unknown-method", userService+":"+userVersion+".nosuch answered UNIMPLEMENTED")
+	}
+	return c
 }
 
 // passthroughCases call the pass-through endpoint, generic (/dubbo) and

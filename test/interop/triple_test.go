@@ -160,3 +160,50 @@ func wantStatus(code triple.Code, message string) func(*testing.T, *dubbo.Result
 		}
 	}
 }
+
+// TestGatewayTriple drives the dubbo-go provider's Triple server through
+// the gateway: every route of TestGatewayDubboGo's typed mode with
+// protocol: tri, the providers found in ZooKeeper at interface level
+// (tri:// URLs beside the dubbo:// ones) and at application level (the
+// tri services of the instance's metadata, at its tri endpoint).
+func TestGatewayTriple(t *testing.T) {
+	zkAddr := zkAddress(t)
+	if zkAddr == "" {
+		t.Skip("DUBBOGW_TEST_ZK_ADDR is not set (scripts/test.sh starts a ZooKeeper; set CI to make this a failure)")
+	}
+	p := startDubboGoProvider(t, providerConfig{ZK: zkAddr, Tri: true})
+	gw := startGateway(t, gatewayYAML(zkAddr, "tri", "tri-app", "typed"))
+
+	for _, mode := range []string{"tri", "tri-app"} {
+		t.Run(mode, func(t *testing.T) {
+			for _, c := range gatewayCases(mode) {
+				t.Run(c.name, func(t *testing.T) {
+					c.check(t, gw.do(t, c.method, "/"+mode+c.path, c.body, c.header...))
+				})
+			}
+		})
+	}
+	// The same service keys over dubbo: protocol auto (the typed mode's
+	// default) picks the dubbo providers, never the tri ones; the tri
+	// routes go through the Triple client only.
+	t.Run("clients", func(t *testing.T) {
+		dubboBefore, triBefore := okCalls(t, gw)
+		wantJSON(`{"id": "7", "name": "user-7", "age": 30, "email": "7@example.org", "tags": ["a", "b"]}`)(t, gw.do(t, "GET", "/typed/users/7", ""))
+		if d, tr := okCalls(t, gw); d-dubboBefore != 1 || tr-triBefore != 0 {
+			t.Errorf("a call of the auto route made %v dubbo and %v Triple calls, want 1 and 0", d-dubboBefore, tr-triBefore)
+		}
+		wantJSON(`{"id": "7", "name": "user-7", "age": 30, "email": "7@example.org", "tags": ["a", "b"]}`)(t, gw.do(t, "GET", "/tri/users/7", ""))
+		if d, tr := okCalls(t, gw); d-dubboBefore != 1 || tr-triBefore != 1 {
+			t.Errorf("then a call of the tri route: %v dubbo and %v Triple calls in all, want 1 and 1", d-dubboBefore, tr-triBefore)
+		}
+	})
+	_ = p
+}
+
+// okCalls reads the ok calls of the dubbo and Triple clients from the
+// gateway's /metrics.
+func okCalls(t *testing.T, gw *gatewayUnderTest) (dubboCalls, tripleCalls float64) {
+	t.Helper()
+	text := string(gw.doURL(t, "GET", "http://"+gw.AdminAddr()+"/metrics", "").body)
+	return metricValue(text, "dubbogw_dubbo_calls_total", "result", "ok"), metricValue(text, "dubbogw_triple_calls_total", "result", "ok")
+}
