@@ -171,7 +171,7 @@ func TestGatewayTriple(t *testing.T) {
 	if zkAddr == "" {
 		t.Skip("DUBBOGW_TEST_ZK_ADDR is not set (scripts/test.sh starts a ZooKeeper; set CI to make this a failure)")
 	}
-	p := startDubboGoProvider(t, providerConfig{ZK: zkAddr, Tri: true})
+	startDubboGoProvider(t, providerConfig{ZK: zkAddr, Tri: true})
 	gw := startGateway(t, gatewayYAML(zkAddr, "tri", "tri-app", "typed"))
 
 	for _, mode := range []string{"tri", "tri-app"} {
@@ -197,7 +197,6 @@ func TestGatewayTriple(t *testing.T) {
 			t.Errorf("then a call of the tri route: %v dubbo and %v Triple calls in all, want 1 and 1", d-dubboBefore, tr-triBefore)
 		}
 	})
-	_ = p
 }
 
 // okCalls reads the ok calls of the dubbo and Triple clients from the
