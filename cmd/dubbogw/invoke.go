@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,9 +22,10 @@ import (
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 	"github.com/dubbogw/dubbogw/registry"
 	"github.com/dubbogw/dubbogw/registry/zookeeper"
+	"github.com/dubbogw/dubbogw/triple"
 )
 
-const invokeUsage = `usage: dubbogw invoke (--addr HOST:PORT | --registry zookeeper://HOST:PORT[,HOST:PORT][/ROOT]) [flags] INTERFACE.METHOD [JSON_ARG ...]
+const invokeUsage = `usage: dubbogw invoke (--addr HOST:PORT | --registry zookeeper://HOST:PORT[,HOST:PORT][/ROOT]) [--protocol dubbo|tri|auto] [flags] INTERFACE.METHOD [JSON_ARG ...]
 
 Calls a Dubbo method and prints its result as JSON: a grpcurl for Dubbo.
 Each JSON_ARG is one argument, e.g.
@@ -35,6 +37,9 @@ looked up in ZooKeeper and one is picked at random; nothing is registered.
 A provider is dialed over TLS with --tls, or when its registry URL says
 ssl-enabled=true; --tls-ca, --tls-cert and --tls-key give the CA and a
 client certificate (dubbo-go's TLS providers require one).
+--protocol tri calls over Triple (typed: Triple providers serve no $invoke);
+with --registry, auto calls a dubbo provider when the service has one, else
+a tri one.
 
 flags:
 `
@@ -53,6 +58,7 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 3*time.Second, "call timeout")
 	typed := fs.Bool("typed", false, "send a typed call (real method name and descriptor) instead of generic $invoke")
 	keepClass := fs.Bool("keep-class", false, "keep the \"class\" keys of generic results")
+	proto := fs.String("protocol", "dubbo", "dubbo, tri (Triple, typed calls) or, with --registry, auto: dubbo where the service offers it, else tri")
 	var tlsc config.ClientTLS
 	fs.BoolVar(&tlsc.Enabled, "tls", false, "dial the provider over TLS (with --registry, also when its URL says ssl-enabled=true)")
 	fs.StringVar(&tlsc.CAFile, "tls-ca", "", "PEM CA certificates the provider's certificate is verified against (default: the system's)")
@@ -73,6 +79,20 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	iface, method := target[:dot], target[dot+1:]
+	switch *proto {
+	case "dubbo", "tri":
+	case "auto":
+		if *regURL == "" {
+			fmt.Fprintln(stderr, "dubbogw invoke: --protocol auto needs --registry (with --addr, say dubbo or tri)")
+			return 2
+		}
+	default:
+		fmt.Fprintf(stderr, "dubbogw invoke: --protocol %q: want dubbo, tri or auto\n", *proto)
+		return 2
+	}
+	if *proto == "tri" {
+		*typed = true // Triple providers serve no $invoke
+	}
 	raw := fs.Args()[1:]
 	var paramTypes []string
 	if *types != "" {
@@ -121,15 +141,40 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	to := dubbo.Target{Addr: *addr}
+	overTriple := *proto == "tri"
 	if *regURL != "" {
-		found, err := lookupProvider(ctx, *regURL, registry.ServiceKey{Interface: iface, Version: *version, Group: *group}, client)
+		found, err := lookupProvider(ctx, *regURL, registry.ServiceKey{Interface: iface, Version: *version, Group: *group}, *proto, client)
 		if err != nil {
 			fmt.Fprintln(stderr, "dubbogw invoke:", err)
 			return 1
 		}
 		to = dubbo.Target{Addr: found.Addr, TLS: found.TLS}
+		overTriple = found.Protocol == cluster.ProtocolTriple
 	}
-	res, err := client.InvokeTarget(ctx, to, &dubbo.Invocation{
+	if overTriple && !*typed {
+		*typed = true // auto chose a tri provider: typed, and so the arguments
+		if enc, err = jsonbridge.NewEncoder(jsonbridge.EncodeOptions{}); err != nil {
+			fmt.Fprintln(stderr, "dubbogw invoke:", err)
+			return 1
+		}
+		for i := range compiled {
+			if compiled[i], err = enc.Type(paramTypes[i]); err != nil {
+				fmt.Fprintf(stderr, "dubbogw invoke: type %d: %v\n", i, err)
+				return 2
+			}
+		}
+	}
+	call := client.InvokeTarget
+	if overTriple {
+		tc := triple.New(triple.Options{Logger: opts.Logger, Timeout: *timeout, TLS: opts.TLS, TLSAll: opts.TLSAll})
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = tc.Close(ctx)
+		}()
+		call = tc.Invoke
+	}
+	res, err := call(ctx, to, &dubbo.Invocation{
 		Interface: iface, Version: *version, Group: *group, Method: method,
 		ParamTypes: names, Generic: !*typed,
 		WriteArgs: func(e *hessian.Encoder) error {
@@ -143,8 +188,11 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	})
 	if err != nil {
 		var be *dubbo.BusinessError
+		var ts *triple.StatusError
 		if errors.As(err, &be) && be.Exception != nil {
 			fmt.Fprintf(stderr, "exception: %s\n", be.Exception.Error())
+		} else if errors.As(err, &ts) && ts.Business() {
+			fmt.Fprintf(stderr, "error: %s: %s\n", ts.Code, ts.Message)
 		} else {
 			fmt.Fprintln(stderr, "dubbogw invoke:", err)
 		}
@@ -217,10 +265,11 @@ func inferType(a []byte) string {
 	return "java.lang.Object"
 }
 
-// lookupProvider finds one provider of key in the ZooKeeper registry named
-// by raw ("zookeeper://h:p[,h:p][/root]"), waiting until ctx ends for the
-// registry's answer.
-func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey, client *dubbo.Client) (*cluster.Provider, error) {
+// lookupProvider finds one provider of key speaking proto (dubbo, tri, or
+// auto: dubbo when the service has a dubbo provider, else tri) in the
+// ZooKeeper registry named by raw ("zookeeper://h:p[,h:p][/root]"),
+// waiting until ctx ends for the registry's answer.
+func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey, proto string, client *dubbo.Client) (*cluster.Provider, error) {
 	rest, ok := strings.CutPrefix(raw, "zookeeper://")
 	if !ok {
 		return nil, fmt.Errorf("--registry %q: only zookeeper://host:port[/root] is supported", raw)
@@ -252,6 +301,17 @@ func lookupProvider(ctx context.Context, raw string, key registry.ServiceKey, cl
 			return nil, fmt.Errorf("ZooKeeper at %s cannot be reached: %s", hosts, st.Error)
 		}
 		return nil, fmt.Errorf("no provider of %s in ZooKeeper at %s (root /%s)", key, hosts, root)
+	}
+	want := cluster.ProtocolDubbo
+	switch {
+	case proto == "tri":
+		want = cluster.ProtocolTriple
+	case proto == "auto" && !slices.ContainsFunc(ps, func(p *cluster.Provider) bool { return p.Protocol == cluster.ProtocolDubbo }):
+		want = cluster.ProtocolTriple
+	}
+	ps = slices.DeleteFunc(slices.Clone(ps), func(p *cluster.Provider) bool { return p.Protocol != want })
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("no provider of %s over %s in ZooKeeper at %s (root /%s): try --protocol auto", key, want, hosts, root)
 	}
 	return ps[rand.IntN(len(ps))], nil
 }

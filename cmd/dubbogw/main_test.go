@@ -29,6 +29,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/demo"
 	"github.com/dubbogw/dubbogw/dubbo/provider"
+	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/internal/testcert"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 )
@@ -800,6 +801,109 @@ func TestInvokeTLS(t *testing.T) {
 		}
 		if code != c.code || !strings.Contains(text, c.out) {
 			t.Errorf("%v: exit %d stdout %q stderr %q; want exit %d with %q", c.args, code, out, errOut, c.code, c.out)
+		}
+	}
+}
+
+// tripleFake serves UserService.getUser(String id) over Triple (h2c) the
+// way dubbo-go does (Go method names: GetUser), answering a User with
+// that id; it is this package's stand-in (test/interop calls a real
+// dubbo-go Triple provider).
+func tripleFake(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/"+demo.UserInterface+"/GetUser" {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		// One argument: the frame, then field 1 (serialize type) and field 2.
+		var arg []byte
+		for msg := body[5:]; len(msg) > 0; {
+			key, l := msg[0], int(msg[1])
+			if key == 0x12 {
+				arg = msg[2 : 2+l]
+			}
+			msg = msg[2+l:]
+		}
+		id, err := hessian.NewDecoder(arg).Decode()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		e := hessian.NewEncoder(nil)
+		_ = e.Encode(&hessian.Object{Class: "com.example.demo.User", Fields: []hessian.Field{{Name: "id", Value: id}, {Name: "via", Value: "tri"}}})
+		data := e.Bytes()
+		msg := append([]byte{0x12, byte(len(data))}, data...)
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Trailer", "Grpc-Status")
+		_, _ = w.Write(append([]byte{0, 0, 0, 0, byte(len(msg))}, msg...))
+		w.Header().Set("Grpc-Status", "0")
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// TestInvokeTriple: --protocol tri calls a Triple provider (typed, the
+// Java method name mapped to dubbo-go's Go name); through ZooKeeper,
+// auto picks the dubbo provider of a service offering both, tri the tri
+// one.
+func TestInvokeTriple(t *testing.T) {
+	tri := tripleFake(t)
+	code, out, errOut := runCLI(t, "invoke", "--addr", tri, "--protocol", "tri", "com.example.demo.UserService.getUser", `"42"`)
+	if code != 0 || !strings.Contains(out, `"via": "tri"`) || !strings.Contains(out, `"id": "42"`) {
+		t.Fatalf("exit %d stdout %q stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "invoke", "--addr", tri, "--protocol", "auto", "com.example.demo.UserService.getUser", `"1"`); code != 2 || !strings.Contains(errOut, "needs --registry") {
+		t.Errorf("--protocol auto with --addr: exit %d %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "invoke", "--addr", tri, "--protocol", "grpc", "com.example.demo.UserService.getUser", `"1"`); code != 2 || !strings.Contains(errOut, "want dubbo, tri or auto") {
+		t.Errorf("--protocol grpc: exit %d %q", code, errOut)
+	}
+
+	zkAddr := testenv.ZooKeeperAddr(t)
+	s := provider.NewServer(slog.New(slog.DiscardHandler))
+	for _, svc := range demo.DubboServices() {
+		s.Register(svc)
+	}
+	addr, err := s.Listen(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	conn, _, err := zk.Connect([]string{zkAddr}, 10*time.Second, zk.WithLogger(quietZK{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	root := fmt.Sprintf("dubbogw-cli-tri-%d", time.Now().UnixNano())
+	dir := ""
+	for _, part := range []string{root, demo.UserInterface, "providers"} {
+		dir += "/" + part
+		if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []string{"dubbo://" + addr.String(), "tri://" + tri} {
+		node := dir + "/" + url.QueryEscape(u+"/"+demo.UserInterface+"?interface="+demo.UserInterface)
+		if _, err := conn.Create(node, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := "zookeeper://" + zkAddr + "/" + root
+	for _, c := range []struct {
+		protocol, want string
+	}{{"auto", `"email": "u1@example.com"`}, {"dubbo", `"email": "u1@example.com"`}, {"tri", `"via": "tri"`}} {
+		code, out, errOut := runCLI(t, "invoke", "--registry", reg, "--protocol", c.protocol, "com.example.demo.UserService.getUser", `"u1"`)
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("--protocol %s: exit %d stdout %q stderr %q; want %q", c.protocol, code, out, errOut, c.want)
 		}
 	}
 }
