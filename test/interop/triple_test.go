@@ -3,6 +3,10 @@ package interop
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -205,4 +209,76 @@ func okCalls(t *testing.T, gw *gatewayUnderTest) (dubboCalls, tripleCalls float6
 	t.Helper()
 	text := string(gw.doURL(t, "GET", "http://"+gw.AdminAddr()+"/metrics", "").body)
 	return metricValue(text, "dubbogw_dubbo_calls_total", "result", "ok"), metricValue(text, "dubbogw_triple_calls_total", "result", "ok")
+}
+
+// TestTripleChurnUnderLoad: while GET calls run over Triple through the
+// gateway (interface-level discovery), a second provider joins, crashes
+// (its ZooKeeper node stays until its session expires, its connections
+// break with calls in flight), restarts on the same ports, and then the
+// first one crashes too: every failed attempt, refused or cut, is retried
+// on another provider (the route is a GET: idempotent), so no call fails.
+// The breakers open for 300ms: the restarted provider's breaker, opened
+// by its crash, has let a probe through and closed again before the first
+// provider crashes (with the default 10s, the gateway would still avoid
+// it then, and fail calls while the other one was down).
+func TestTripleChurnUnderLoad(t *testing.T) {
+	zkAddr := appDiscZK(t)
+	group, _ := registryGroup(t, zkAddr, "tri-churn")
+	cfg := providerConfig{ZK: zkAddr, RegistryGroup: group, RegistryType: "interface", Tri: true}
+	pa := startDubboGoProvider(t, cfg)
+	route := `  - name: tri-user
+    match: {methods: [GET], path: "/users/{id}"}
+    dubbo: {registry: zk, protocol: tri, interface: ` + userService + `, version: ` + userVersion + `, method: getUser,
+            detailed_errors: true, params: [{type: java.lang.String, from: path, name: id}],
+            breaker: {open_for: 300ms}}
+`
+	gw := startGateway(t, appGW{zk: zkAddr, group: group, discovery: "interface", noUserRoute: true, routes: []string{route}}.yaml())
+	key := userService + ":" + userVersion
+	listed := func(addr string) func() (bool, string) {
+		return func() (bool, string) {
+			ps, _ := gw.admin(t).providers(key)
+			return slices.Contains(addrs(ps), addr), fmt.Sprint(addrs(ps))
+		}
+	}
+	waitFor(t, appDiscWait, "the first provider's tri URL", listed(pa.TriAddr))
+
+	load := startLoad(gw.base+"/users/", 4, 2*time.Millisecond, 60*time.Second, 100_000)
+	defer load.stop()
+	time.Sleep(500 * time.Millisecond)
+
+	pb := startDubboGoProvider(t, cfg)
+	waitFor(t, appDiscWait, "the second provider's tri URL", listed(pb.TriAddr))
+	time.Sleep(time.Second)
+	load.mark(time.Now())
+	pb.Stop() // a crash: connections reset, the node stays
+	time.Sleep(time.Second)
+
+	port := func(addr string) int {
+		_, p, _ := net.SplitHostPort(addr)
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	restarted := cfg
+	restarted.Port, restarted.TriPort = port(pb.Addr), port(pb.TriAddr)
+	startDubboGoProvider(t, restarted)
+	time.Sleep(time.Second)
+	pa.Stop()
+	time.Sleep(time.Second)
+	res := load.stop()
+
+	text := string(gw.doURL(t, "GET", "http://"+gw.AdminAddr()+"/metrics", "").body)
+	t.Logf("load: %d calls in %v (%d before the crash), %d errors; Triple attempts: %v ok, %v connect_error, %v connection_lost",
+		res.calls, res.elapsed.Round(time.Millisecond), res.callsBefore, len(res.errors),
+		metricValue(text, "dubbogw_triple_calls_total", "result", "ok"),
+		metricValue(text, "dubbogw_triple_calls_total", "result", "connect_error"),
+		metricValue(text, "dubbogw_triple_calls_total", "result", "connection_lost"))
+	if res.calls < 500 {
+		t.Errorf("only %d calls: the load did not run", res.calls)
+	}
+	if res.calls-res.callsBefore < 200 {
+		t.Errorf("only %d calls after the crash", res.calls-res.callsBefore)
+	}
+	if len(res.errors) > 0 {
+		t.Errorf("%d calls failed, want none: %v", len(res.errors), res.sample())
+	}
 }
