@@ -496,7 +496,7 @@ type gatewayUnderTest struct {
 
 // startGateway starts a gateway from yamlText; the test's cleanup shuts it
 // down, and a failed test shows its logs.
-func startGateway(t *testing.T, yamlText string) *gatewayUnderTest {
+func startGateway(t testing.TB, yamlText string) *gatewayUnderTest {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	if err := os.WriteFile(path, []byte(yamlText), 0o644); err != nil {

@@ -1,8 +1,11 @@
 package interop
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -136,4 +139,51 @@ func checkUser7(v any) error {
 		return fmt.Errorf("result's id = %#v, want 7", id)
 	}
 	return nil
+}
+
+// BenchmarkGatewayTriple puts HTTP→Triple beside HTTP→dubbo through one
+// gateway, against one dubbo-go provider process serving both protocols:
+// GET /users/7 on a route with protocol: tri and on one with protocol:
+// dubbo (typed, the same argument mapping and result), 64 concurrent
+// HTTP/1.1 clients.
+//
+//	go test -run '^$' -bench GatewayTriple -benchmem -count 5 .
+func BenchmarkGatewayTriple(b *testing.B) {
+	p := startDubboGoProvider(b, providerConfig{Tri: true})
+	route := func(name, proto, addr string) string {
+		return fmt.Sprintf(`  - name: %s
+    match: {methods: [GET], path: "/%s/users/{id}"}
+    dubbo: {registry: %s, protocol: %s, interface: %s, version: %s, method: getUser, generic: false, timeout: 5s,
+            params: [{type: java.lang.String, from: path, name: id}]}
+`, name, name, name, proto, userService, userVersion)
+	}
+	gw := startGateway(b, fmt.Sprintf(`listen: "127.0.0.1:0"
+admin: {listen: "127.0.0.1:0"}
+access_log: {enabled: false}
+shutdown: {delay: 0s, drain_timeout: 5s}
+registries:
+  tri: {providers: {%s: ["tri://%s?version=1.0.0"]}}
+  dubbo: {providers: {%s: ["dubbo://%s?version=1.0.0"]}}
+routes:
+%s%s`, userService, p.TriAddr, userService, p.Addr, route("tri", "tri", p.TriAddr), route("dubbo", "dubbo", p.Addr)))
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	for _, name := range []string{"dubbo", "tri"} {
+		url := gw.base + "/" + name + "/users/7"
+		invoke := func(ctx context.Context) (any, error) {
+			resp, err := client.Get(url)
+			if err != nil {
+				return nil, err
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err == nil && (resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"user-7"`))) {
+				err = fmt.Errorf("%d %s", resp.StatusCode, body)
+			}
+			return nil, err
+		}
+		if _, err := invoke(context.Background()); err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		b.Run("getUser/conc=64/"+name, func(b *testing.B) { runConcurrently(b, 64, invoke) })
+	}
 }
