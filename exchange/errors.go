@@ -3,6 +3,7 @@ package exchange
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -84,12 +85,19 @@ func Fail(w http.ResponseWriter, r *http.Request, code, message string) {
 // transient: no provider yet, shed, a breaker open, draining, ...) carries
 // Retry-After: 1 unless the caller set a Retry-After of its own. It must be
 // called before anything else was written to w.
+//
+// A gRPC request (Content-Type application/grpc, or application/grpc+...)
+// is answered as gRPC clients expect instead: see WriteGRPCError.
 func WriteError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
 	info := From(r.Context())
 	var route, id string
 	if info != nil {
 		info.ErrorCode = code
 		route, id = info.Route, info.RequestID
+	}
+	if IsGRPC(r) {
+		WriteGRPCError(w, GRPCCode(code), message)
+		return
 	}
 	b := make([]byte, 0, 96+len(message)+len(route)+len(id))
 	b = append(b, `{"error":{"code":`...)
@@ -116,7 +124,83 @@ func WriteError(w http.ResponseWriter, r *http.Request, status int, code, messag
 	_, _ = w.Write(b)
 }
 
-const hexDigits = "0123456789abcdef"
+// IsGRPC reports whether r is a gRPC request: its Content-Type is
+// application/grpc, alone or with a +codec or parameters.
+func IsGRPC(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	if len(ct) < 16 || !strings.EqualFold(ct[:16], "application/grpc") {
+		return false
+	}
+	return len(ct) == 16 || ct[16] == '+' || ct[16] == ';'
+}
+
+// GRPCCode is the gRPC status code a gateway error code is answered with
+// to gRPC clients.
+func GRPCCode(code string) int {
+	switch code {
+	case CodeBadRequest:
+		return 3 // INVALID_ARGUMENT
+	case CodeUnauthorized:
+		return 16 // UNAUTHENTICATED
+	case CodeForbidden:
+		return 7 // PERMISSION_DENIED
+	case CodeNoRoute, CodeMethodNotAllowed:
+		return 12 // UNIMPLEMENTED
+	case CodeRequestTimeout, CodeTimeout:
+		return 4 // DEADLINE_EXCEEDED
+	case CodeTooLarge, CodeRateLimited:
+		return 8 // RESOURCE_EXHAUSTED
+	case CodeDubboException:
+		return 2 // UNKNOWN: the method's own failure
+	case CodeClientClosed:
+		return 1 // CANCELLED
+	case CodeBadGateway, CodeNoProvider, CodeNoHealthyTarget, CodeShed, CodeBreakerOpen, CodeOverloaded,
+		CodeDraining, CodeConnectionLimit, CodeAuthUnavailable, CodeSubscribeLimit:
+		return 14 // UNAVAILABLE: transient, a client may retry
+	}
+	return 13 // INTERNAL
+}
+
+// WriteGRPCError answers a gRPC request with a Trailers-Only response:
+// HTTP 200, Content-Type application/grpc, and the status in grpc-status
+// and grpc-message (percent-encoded as gRPC requires). It must be called
+// before anything else was written to w.
+func WriteGRPCError(w http.ResponseWriter, grpcCode int, message string) {
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Set("Content-Type", "application/grpc")
+	h.Set("Grpc-Status", strconv.Itoa(grpcCode))
+	h.Set("Grpc-Message", percentEncode(message))
+	w.WriteHeader(http.StatusOK)
+}
+
+// percentEncode encodes what grpc-message may not carry as is: bytes
+// outside printable ASCII, and '%'.
+func percentEncode(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' || c == '%' {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' || c == '%' {
+			b = append(b, '%', upperHex[c>>4], upperHex[c&15])
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+const (
+	hexDigits = "0123456789abcdef"
+	upperHex  = "0123456789ABCDEF"
+)
 
 // AppendJSONString appends s as a JSON string, escaping what JSON requires and
 // replacing invalid UTF-8, without reflection.

@@ -107,3 +107,34 @@ func TestPathValue(t *testing.T) {
 		}
 	}
 }
+
+// TestGRPCErrors: a gRPC request gets the gateway's errors as gRPC
+// statuses (Trailers-Only, HTTP 200), everyone else the JSON body.
+func TestGRPCErrors(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/grpc": true, "application/grpc+proto": true, "application/GRPC;charset=x": true,
+		"application/grpc-web": false, "application/grpcx": false, "application/json": false, "": false,
+	} {
+		r := httptest.NewRequest("POST", "/pkg.Svc/M", nil)
+		r.Header.Set("Content-Type", ct)
+		if got := IsGRPC(r); got != want {
+			t.Errorf("IsGRPC(%q) = %v", ct, got)
+		}
+	}
+	r := httptest.NewRequest("POST", "/pkg.Svc/M", nil)
+	r.Header.Set("Content-Type", "application/grpc")
+	w := httptest.NewRecorder()
+	Fail(w, r, CodeRateLimited, "slow down: 100% é")
+	if w.Code != 200 || w.Header().Get("Content-Type") != "application/grpc" || w.Header().Get("Grpc-Status") != "8" ||
+		w.Header().Get("Grpc-Message") != "slow down: 100%25 %C3%A9" || w.Body.Len() != 0 {
+		t.Errorf("got %d %v %q", w.Code, w.Header(), w.Body.String())
+	}
+	for code, want := range map[string]int{
+		CodeBadRequest: 3, CodeUnauthorized: 16, CodeForbidden: 7, CodeNoRoute: 12, CodeTimeout: 4, CodeTooLarge: 8,
+		CodeDubboException: 2, CodeBadGateway: 14, CodeNoProvider: 14, CodeShed: 14, CodeInternal: 13,
+	} {
+		if got := GRPCCode(code); got != want {
+			t.Errorf("GRPCCode(%s) = %d, want %d", code, got, want)
+		}
+	}
+}

@@ -56,12 +56,24 @@ type Config struct {
 	// large or streamed bodies go through net/http's Transport) or
 	// "standard" (net/http's Transport for everything).
 	Transport string `yaml:"transport"`
+	// Protocol is the HTTP version targets are spoken to with: http1
+	// (default) or http2: HTTP/2 with prior knowledge (h2c) to http://
+	// targets, HTTP/2 over TLS (ALPN h2) to https:// ones. gRPC backends
+	// need http2 (trailers, streams both ways at once). With http2 every
+	// request goes through net/http's Transport (transport standard).
+	Protocol string `yaml:"protocol"`
 	// TLS is how https:// targets are spoken to: ca_file (a private CA),
 	// cert_file and key_file (a client certificate), server_name,
 	// min_version (config.ClientTLS). Default: the system's roots, the
 	// target's host name.
 	TLS config.ClientTLS `yaml:"tls"`
 }
+
+// Values of Config.Protocol.
+const (
+	ProtocolHTTP1 = "http1"
+	ProtocolHTTP2 = "http2"
+)
 
 // Values of Config.Transport; "" means TransportDirect.
 const (
@@ -145,6 +157,7 @@ func DefaultUpgrades() []string { return []string{"websocket"} }
 // it for every entry, and New for the one it builds.
 func (c *Config) Defaults() {
 	config.SetDefault(&c.Policy, DefaultPolicy)
+	config.SetDefault(&c.Protocol, ProtocolHTTP1)
 	config.SetDefault(&c.Timeout, DefaultTimeout)
 	config.SetDefault(&c.ConnectTimeout, DefaultConnectTimeout)
 	for i := range c.Targets {
@@ -191,6 +204,15 @@ func (c *Config) Validate(at config.At) {
 	case "", TransportStandard, TransportDirect:
 	default:
 		at.Field("transport").Errorf("%q is not a transport: want standard or direct", c.Transport)
+	}
+	switch c.Protocol {
+	case ProtocolHTTP1:
+	case ProtocolHTTP2:
+		if c.Transport == TransportDirect {
+			at.Field("transport").Errorf("direct speaks HTTP/1.1 only: with protocol http2 leave it out or say standard")
+		}
+	default:
+		at.Field("protocol").Errorf("%q is not a protocol: want http1 or http2", c.Protocol)
 	}
 	if c.TLS.Set() {
 		tat := at.Field("tls")

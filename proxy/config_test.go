@@ -33,6 +33,7 @@ func TestUpstreamDefaultsAreAsDocumented(t *testing.T) {
 		{"upstream.connect_timeout", u.ConnectTimeout.D(), 2 * time.Second},
 		{"upstream.preserve_host", u.PreserveHost, false},
 		{"upstream.transport", u.Transport, ""},
+		{"upstream.protocol", u.Protocol, "http1"},
 		{"target.weight", u.Targets[0].Weight, 100},
 		{"pool.max_idle_per_target", u.Pool.MaxIdlePerTarget, 64},
 		{"pool.max_per_target", u.Pool.MaxPerTarget, 0},

@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/internal/grpcwire"
 )
 
 // This file forwards a request that is not an upgrade, as
@@ -20,6 +22,11 @@ import (
 // (it is the end of the route's chain), and edits it in place. Upgrades
 // (WebSocket) still go through ReverseProxy, which hands the connection
 // over. 1xx informational answers of a target are not forwarded.
+
+// grpcDeadlineSlack is how close to a gRPC client's deadline a failed
+// exchange counts as that deadline passing: the target, which was sent
+// the same deadline, may end the call just before the gateway's timer.
+const grpcDeadlineSlack = 20 * time.Millisecond
 
 // hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1 (and the
 // Proxy-Connection of older clients): they describe one connection and are
@@ -32,8 +39,16 @@ var hopHeaders = [...]string{
 // forward sends r to the upstream under the handler's timeout and copies
 // the answer to w. Editing r's header in place is safe for the server:
 // it decides keep-alive and close from the request when it reads it.
+//
+// A gRPC client's deadline (grpc-timeout) shortens the timeout, and the
+// target is sent what is left of it.
 func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	timeout := h.timeout
+	grpcTimeout, hasGRPCTimeout := grpcwire.ParseTimeout(r.Header.Get("Grpc-Timeout"))
+	if hasGRPCTimeout && grpcTimeout < timeout {
+		timeout = grpcTimeout
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	out := r.WithContext(ctx)
 	outURL := *r.URL // the attempts point it at their target in place
@@ -52,6 +67,10 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Close = false
 	h.u.prepareHeader(r, out.Header)
+	if deadline, ok := ctx.Deadline(); ok && (hasGRPCTimeout || out.Header.Get("Grpc-Timeout") != "") {
+		// What is left of the deadline (a malformed value is replaced).
+		out.Header["Grpc-Timeout"] = []string{grpcwire.FormatTimeout(time.Until(deadline))}
+	}
 	out.URL.RawQuery = cleanQuery(out.URL.RawQuery)
 	if !h.u.preserveHost {
 		out.Host = "" // the transport sends the target's host
@@ -59,6 +78,13 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 
 	res, err := h.proxy.Transport.RoundTrip(out)
 	if err != nil {
+		if deadline, _ := ctx.Deadline(); hasGRPCTimeout && time.Until(deadline) < grpcDeadlineSlack {
+			// The target gave up at the client's deadline (grpc-go resets
+			// the stream), a moment before ours fired: a timeout, not a
+			// broken target.
+			exchange.Fail(w, out, exchange.CodeTimeout, "the gRPC deadline of "+grpcTimeout.String()+" passed")
+			return
+		}
 		h.serveError(w, out, err)
 		return
 	}

@@ -51,6 +51,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"pool", &Config{Targets: ok, Pool: Pool{MaxPerTarget: -1}}, "pool.max_per_target: must be 0 (no cap) or more"},
 		{"timeout", &Config{Targets: ok, Timeout: config.Duration(-time.Second)}, "timeout: must be more than 0, got -1s"},
 		{"transport", &Config{Targets: ok, Transport: "fast"}, `transport: "fast" is not a transport`},
+		{"protocol", &Config{Targets: ok, Protocol: "spdy"}, `protocol: "spdy" is not a protocol: want http1 or http2`},
+		{"direct over http2", &Config{Targets: ok, Protocol: ProtocolHTTP2, Transport: TransportDirect}, `transport: direct speaks HTTP/1.1 only`},
 		{"tls on http targets", &Config{Targets: ok, TLS: config.ClientTLS{ServerName: "x"}}, "tls: no target is https://"},
 		{"tls enabled", &Config{Targets: targets("https://a:1"), TLS: config.ClientTLS{Enabled: true}}, "tls.enabled: not an upstream setting"},
 		{"tls missing CA", &Config{Targets: targets("https://a:1"), TLS: config.ClientTLS{CAFile: "/nonexistent/ca.pem"}}, "tls: reading ca_file"},

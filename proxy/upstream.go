@@ -124,7 +124,7 @@ func New(name string, cfg *Config, m *Metrics, log *slog.Logger, opts ...Option)
 		return nil, err
 	}
 	u.transport = transport
-	if cfg.Transport != TransportStandard {
+	if cfg.Transport != TransportStandard && cfg.Protocol != ProtocolHTTP2 {
 		u.direct = newDirectTransport(transport, transport.MaxIdleConnsPerHost, transport.MaxConnsPerHost, transport.IdleConnTimeout)
 	}
 	u.series = m.acquireUpstream(name)
@@ -198,7 +198,16 @@ func newTransport(cfg *Config) (*http.Transport, error) {
 		DisableCompression: true,
 		Protocols:          new(http.Protocols),
 	}
-	t.Protocols.SetHTTP1(true)
+	if cfg.Protocol == ProtocolHTTP2 {
+		// Prior knowledge for http:// targets, ALPN h2 for https:// ones;
+		// a connection that stays silent is probed with PINGs and closed
+		// when they go unanswered.
+		t.Protocols.SetUnencryptedHTTP2(true)
+		t.Protocols.SetHTTP2(true)
+		t.HTTP2 = &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second}
+	} else {
+		t.Protocols.SetHTTP1(true)
+	}
 	if cfg.TLS.Set() {
 		tc, err := cfg.TLS.Build()
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/hessian"
+	"github.com/dubbogw/dubbogw/internal/grpcwire"
 )
 
 // Options configure a Client. Zero fields take the defaults given, which
@@ -279,7 +280,7 @@ func (c *Client) roundTrip(ctx context.Context, addr string, secure bool, path s
 	h["Content-Type"] = []string{"application/grpc+proto"}
 	h["Te"] = []string{"trailers"}
 	h["User-Agent"] = []string{"dubbogw-triple"}
-	h["Grpc-Timeout"] = []string{grpcTimeout(time.Until(deadline))}
+	h["Grpc-Timeout"] = []string{grpcwire.FormatTimeout(time.Until(deadline))}
 	if inv.Version != "" {
 		h["Tri-Service-Version"] = []string{inv.Version}
 	}
@@ -608,24 +609,6 @@ func (c *Client) bodyOutcome(ctx context.Context, err error) outcome {
 
 func callError(addr string, inv *dubbo.Invocation, err error) error {
 	return fmt.Errorf("triple call %s.%s on %s: %w", inv.Interface, inv.Method, addr, err)
-}
-
-// grpcTimeout writes d as a grpc-timeout value: at most 8 digits and a
-// unit (milliseconds, or seconds past 8 digits), rounded up and at
-// least one millisecond.
-func grpcTimeout(d time.Duration) string {
-	if d < time.Millisecond {
-		return "1m"
-	}
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	if ms < 1e8 {
-		return strconv.FormatInt(int64(ms), 10) + "m"
-	}
-	s := (d + time.Second - 1) / time.Second
-	if s < 1e8 {
-		return strconv.FormatInt(int64(s), 10) + "S"
-	}
-	return "99999999S"
 }
 
 // checkName checks an interface (dots allowed) or method name: a Java

@@ -337,17 +337,6 @@ func TestRefusedBeforeSending(t *testing.T) {
 	}
 }
 
-func TestGRPCTimeout(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		0: "1m", time.Microsecond: "1m", time.Millisecond: "1m", 1500 * time.Microsecond: "2m",
-		time.Second: "1000m", 30 * time.Hour: "108000S", 1e6 * time.Hour: "99999999S",
-	} {
-		if got := grpcTimeout(d); got != want {
-			t.Errorf("grpcTimeout(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 func TestDecodeGRPCMessage(t *testing.T) {
 	for in, want := range map[string]string{"": "", "plain": "plain", "a%20b": "a b", "%E2%82%AC": "€", "bad%zz": "bad%zz", "end%2": "end%2"} {
 		if got := decodeGRPCMessage(in); got != want {

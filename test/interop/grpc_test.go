@@ -1,0 +1,361 @@
+package interop
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/dubbogw/dubbogw/internal/testcert"
+)
+
+// grpcTestServer is grpc.testing.TestService on grpc-go
+// (google.golang.org/grpc): unary, server-streaming, client-streaming and
+// full-duplex calls, echoing the metadata and the deadline it saw. A
+// server-streaming call with metadata x-wait-ack sends each message only
+// after the client said it received the previous one (acks): a proxy
+// that held messages back would stall it.
+type grpcTestServer struct {
+	testgrpc.UnimplementedTestServiceServer
+	acks chan struct{}
+}
+
+func (grpcTestServer) UnaryCall(ctx context.Context, in *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get("x-echo-initial"); len(v) > 0 {
+		_ = grpc.SendHeader(ctx, metadata.Pairs("x-echo-initial", v[0]))
+	}
+	if v := md.Get("x-echo-trailing"); len(v) > 0 {
+		_ = grpc.SetTrailer(ctx, metadata.Pairs("x-echo-trailing", v[0]))
+	}
+	if st := in.GetResponseStatus(); st != nil && st.Code != 0 {
+		return nil, status.Error(codes.Code(st.Code), st.Message)
+	}
+	user := strings.Join(md.Get("x-user-id"), ",")
+	deadline := "none"
+	if d, ok := ctx.Deadline(); ok {
+		deadline = time.Until(d).Round(time.Second).String()
+	}
+	return &testgrpc.SimpleResponse{Payload: &testgrpc.Payload{Body: make([]byte, in.GetResponseSize())},
+		Username: user, OauthScope: deadline}, nil
+}
+
+func (s grpcTestServer) StreamingOutputCall(in *testgrpc.StreamingOutputCallRequest, stream testgrpc.TestService_StreamingOutputCallServer) error {
+	md, _ := metadata.FromIncomingContext(stream.Context())
+	waitAck := len(md.Get("x-wait-ack")) > 0
+	for i, p := range in.GetResponseParameters() {
+		if waitAck && i > 0 {
+			select {
+			case <-s.acks:
+			case <-time.After(10 * time.Second):
+				return status.Error(codes.FailedPrecondition, "message not acknowledged: the stream is held back")
+			}
+		}
+		if us := p.GetIntervalUs(); us > 0 {
+			select {
+			case <-time.After(time.Duration(us) * time.Microsecond):
+			case <-stream.Context().Done():
+				return stream.Context().Err()
+			}
+		}
+		if err := stream.Send(&testgrpc.StreamingOutputCallResponse{Payload: &testgrpc.Payload{Body: make([]byte, p.GetSize())}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (grpcTestServer) StreamingInputCall(stream testgrpc.TestService_StreamingInputCallServer) error {
+	sum := 0
+	for {
+		in, err := stream.Recv()
+		if err == io.EOF {
+			return stream.SendAndClose(&testgrpc.StreamingInputCallResponse{AggregatedPayloadSize: int32(sum)})
+		}
+		if err != nil {
+			return err
+		}
+		sum += len(in.GetPayload().GetBody())
+	}
+}
+
+func (grpcTestServer) FullDuplexCall(stream testgrpc.TestService_FullDuplexCallServer) error {
+	for {
+		in, err := stream.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, p := range in.GetResponseParameters() {
+			if err := stream.Send(&testgrpc.StreamingOutputCallResponse{Payload: &testgrpc.Payload{Body: make([]byte, p.GetSize())}}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// startGRPCTestServer serves grpcTestServer on loopback: h2c, or TLS with
+// cfg; acks may be nil when no call waits for acknowledgements.
+func startGRPCTestServer(t *testing.T, cfg *tls.Config, acks chan struct{}) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []grpc.ServerOption
+	if cfg != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))
+	}
+	s := grpc.NewServer(opts...)
+	testgrpc.RegisterTestServiceServer(s, grpcTestServer{acks: acks})
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(s.Stop)
+	return ln.Addr().String()
+}
+
+// grpcClient is a grpc-go client of the TestService through addr (the
+// gateway, over h2c), with authority (the Host the gateway routes by) when
+// not empty.
+func grpcClient(t *testing.T, addr, authority string) testgrpc.TestServiceClient {
+	t.Helper()
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if authority != "" {
+		opts = append(opts, grpc.WithAuthority(authority))
+	}
+	conn, err := grpc.NewClient(addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return testgrpc.NewTestServiceClient(conn)
+}
+
+// TestGRPCThroughGateway proxies grpc-go's client to grpc-go's server
+// through the gateway (h2c in, HTTP/2 out: h2c, and TLS to a second
+// server): unary calls with metadata and trailers both ways, server,
+// client and bidirectional streaming, the server's statuses, the client's
+// deadline, and the gateway's own refusals as gRPC statuses (no route,
+// no token, rate limit, target down).
+func TestGRPCThroughGateway(t *testing.T) {
+	acks := make(chan struct{})
+	plain := startGRPCTestServer(t, nil, acks)
+	ca := testcert.NewCA(t, "grpc backends")
+	secure := startGRPCTestServer(t, &tls.Config{Certificates: []tls.Certificate{ca.Server(t, time.Time{}, "127.0.0.1").Pair(t)}}, nil)
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	caFile := testcert.Write(t, t.TempDir(), "ca.pem", ca.PEM)
+	gw := startGateway(t, fmt.Sprintf(`listen: "127.0.0.1:0"
+admin: {listen: "127.0.0.1:0"}
+access_log: {enabled: false}
+shutdown: {delay: 0s, drain_timeout: 5s}
+upstreams:
+  plain: {protocol: http2, targets: [{url: "http://%s"}]}
+  secure: {protocol: http2, timeout: 2s, targets: [{url: "https://%s"}], tls: {ca_file: %q}}
+  dead: {protocol: http2, targets: [{url: "http://%s"}], retry: {retries: 0}}
+routes:
+  - name: unary
+    match: {methods: [POST], path: /grpc.testing.TestService/UnaryCall}
+    upstream: plain
+    filters:
+      - auth: {store: memory, tokens: {t-1: '{"userId":"u-1"}'}, headers: {userId: X-User-Id}}
+      - rate_limit: {key: user, rate: 1000, burst: 1000}
+  - name: streams
+    match: {methods: [POST], prefix: /grpc.testing.TestService}
+    upstream: plain
+  - name: secure
+    match: {host: secure.test, methods: [POST], prefix: /grpc.testing.TestService}
+    upstream: secure
+  - name: dead
+    match: {host: dead.test, methods: [POST], prefix: /grpc.testing.TestService}
+    upstream: dead
+`, plain, secure, caFile, deadAddr))
+	c := grpcClient(t, gw.Addr(), "")
+	authed := func(ctx context.Context) context.Context {
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer t-1")
+	}
+	ctx := func(t *testing.T) context.Context {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
+
+	t.Run("unary with metadata", func(t *testing.T) {
+		var header, trailer metadata.MD
+		c2 := metadata.AppendToOutgoingContext(authed(ctx(t)), "x-echo-initial", "hi", "x-echo-trailing", "bye",
+			"x-user-id", "forged")
+		res, err := c.UnaryCall(c2, &testgrpc.SimpleRequest{ResponseSize: 70000}, grpc.Header(&header), grpc.Trailer(&trailer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.GetPayload().GetBody()) != 70000 {
+			t.Errorf("payload of %d bytes, want 70000", len(res.GetPayload().GetBody()))
+		}
+		if res.GetUsername() != "u-1" {
+			t.Errorf("the server saw x-user-id %q, want the auth filter's u-1 (never the client's)", res.GetUsername())
+		}
+		if res.GetOauthScope() != "10s" {
+			t.Errorf("the server's deadline was %s away, want the client's 10s", res.GetOauthScope())
+		}
+		if header.Get("x-echo-initial")[0] != "hi" || len(trailer.Get("x-echo-trailing")) != 1 || trailer.Get("x-echo-trailing")[0] != "bye" {
+			t.Errorf("header %v, trailer %v", header, trailer)
+		}
+	})
+	t.Run("server status", func(t *testing.T) {
+		_, err := c.UnaryCall(authed(ctx(t)), &testgrpc.SimpleRequest{ResponseStatus: &testgrpc.EchoStatus{Code: 9, Message: "not now: é"}})
+		if st := status.Convert(err); st.Code() != codes.FailedPrecondition || st.Message() != "not now: é" {
+			t.Errorf("got %v", err)
+		}
+	})
+	t.Run("server streaming", func(t *testing.T) {
+		var params []*testgrpc.ResponseParameters
+		for _, n := range []int32{31415, 9, 2653, 58979} {
+			params = append(params, &testgrpc.ResponseParameters{Size: n})
+		}
+		// The server sends each message once the previous one arrived
+		// here: the gateway must pass each on as it comes.
+		stream, err := c.StreamingOutputCall(metadata.AppendToOutgoingContext(ctx(t), "x-wait-ack", "1"),
+			&testgrpc.StreamingOutputCallRequest{ResponseParameters: params})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for {
+			res, err := stream.Recv()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, len(res.GetPayload().GetBody()))
+			if len(got) < len(params) {
+				acks <- struct{}{}
+			}
+		}
+		if fmt.Sprint(got) != "[31415 9 2653 58979]" {
+			t.Errorf("got messages of %v bytes", got)
+		}
+	})
+	t.Run("client streaming", func(t *testing.T) {
+		stream, err := c.StreamingInputCall(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{27182, 8, 1828, 45904} {
+			if err := stream.Send(&testgrpc.StreamingInputCallRequest{Payload: &testgrpc.Payload{Body: make([]byte, n)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := stream.CloseAndRecv()
+		if err != nil || res.GetAggregatedPayloadSize() != 74922 {
+			t.Fatalf("got %v, %v", res, err)
+		}
+	})
+	t.Run("bidirectional", func(t *testing.T) {
+		// Ping-pong: each answer is read before the next request is sent,
+		// so nothing may wait for the end of either stream.
+		stream, err := c.FullDuplexCall(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int32{31415, 9, 2653, 58979} {
+			if err := stream.Send(&testgrpc.StreamingOutputCallRequest{ResponseParameters: []*testgrpc.ResponseParameters{{Size: n}}}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := stream.Recv()
+			if err != nil || len(res.GetPayload().GetBody()) != int(n) {
+				t.Fatalf("ping %d: %v, %v", n, res, err)
+			}
+		}
+		if err := stream.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := stream.Recv(); err != io.EOF {
+			t.Fatalf("after the last pong: %v, want EOF", err)
+		}
+	})
+	t.Run("client deadline", func(t *testing.T) {
+		c2, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		stream, err := c.StreamingOutputCall(c2, &testgrpc.StreamingOutputCallRequest{
+			ResponseParameters: []*testgrpc.ResponseParameters{{Size: 1, IntervalUs: 5_000_000}}})
+		if err == nil {
+			_, err = stream.Recv()
+		}
+		if status.Code(err) != codes.DeadlineExceeded {
+			t.Fatalf("got %v, want DEADLINE_EXCEEDED", err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("the call ended after %v, not at its 300ms deadline", took)
+		}
+	})
+	t.Run("TLS upstream", func(t *testing.T) {
+		stream, err := grpcClient(t, gw.Addr(), "secure.test").StreamingInputCall(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.Send(&testgrpc.StreamingInputCallRequest{Payload: &testgrpc.Payload{Body: make([]byte, 1234)}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := stream.CloseAndRecv()
+		if err != nil || res.GetAggregatedPayloadSize() != 1234 {
+			t.Fatalf("got %v, %v", res, err)
+		}
+		// The route's 2s timeout is shorter than the client's 10s: the
+		// target is told the gateway's deadline.
+		unary, err := grpcClient(t, gw.Addr(), "secure.test").UnaryCall(ctx(t), &testgrpc.SimpleRequest{})
+		if err != nil || unary.GetOauthScope() != "2s" {
+			t.Fatalf("got %v, %v: want the server to see a 2s deadline", unary, err)
+		}
+	})
+	// The gateway's own refusals reach a gRPC client as gRPC statuses.
+	for _, tc := range []struct {
+		name   string
+		call   func(ctx context.Context) error
+		code   codes.Code
+		substr string // the message's start
+	}{
+		{"no token", func(ctx context.Context) error {
+			_, err := c.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+			return err
+		}, codes.Unauthenticated, "missing token"},
+		{"no route", func(ctx context.Context) error {
+			conn, _ := grpc.NewClient(gw.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			defer conn.Close()
+			return conn.Invoke(ctx, "/grpc.health.v1.Health/Check", &testgrpc.Empty{}, &testgrpc.Empty{})
+		}, codes.Unimplemented, "no route for POST /grpc.health.v1.Health/Check"},
+		{"target down", func(ctx context.Context) error {
+			_, err := grpcClient(t, gw.Addr(), "dead.test").EmptyCall(ctx, &testgrpc.Empty{})
+			return err
+		}, codes.Unavailable, "upstream dead target"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call(ctx(t))
+			st := status.Convert(err)
+			// A real gRPC status, the gateway's message first: not grpc-go's
+			// reading of an HTTP error ("unexpected HTTP status code...").
+			if st.Code() != tc.code || !strings.HasPrefix(st.Message(), tc.substr) {
+				t.Errorf("got %v (%s: %q), want %s with %q", err, st.Code(), st.Message(), tc.code, tc.substr)
+			}
+		})
+	}
+}
