@@ -13,8 +13,11 @@ import (
 
 	hessian "github.com/apache/dubbo-go-hessian2"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/dubbogw/dubbogw/dubbo"
@@ -175,4 +178,66 @@ routes:
 			echoService, addr, echoService, echoService))
 		wantJSON(`"echo there from gw"`)(t, gw.do(t, "GET", "/echo/there", ""))
 	})
+}
+
+// TestGRPCClientToTripleThroughGateway: a plain gRPC client (grpc-go, the
+// Triple wrapper built by hand with protowire and dubbo-go-hessian2) calls
+// a dubbo-go Triple provider through a gateway route to an http2
+// upstream: Triple is gRPC on the wire, and the gateway passes it
+// through, metadata (tri-service-version) and trailers included.
+func TestGRPCClientToTripleThroughGateway(t *testing.T) {
+	registerBenchUser()
+	p := startDubboGoProvider(t, providerConfig{Tri: true})
+	gw := startGateway(t, fmt.Sprintf(`listen: "127.0.0.1:0"
+admin: {listen: "127.0.0.1:0"}
+access_log: {enabled: false}
+shutdown: {delay: 0s, drain_timeout: 5s}
+upstreams:
+  tri: {protocol: http2, targets: [{url: "http://%s"}]}
+routes:
+  - name: tri
+    match: {methods: [POST], prefix: /%s}
+    upstream: tri
+`, p.TriAddr, userService))
+	conn, err := grpc.NewClient(gw.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	call := func(t *testing.T, version, method string, arg any) ([]byte, error) {
+		t.Helper()
+		e := hessian.NewEncoder()
+		if err := e.Encode(arg); err != nil {
+			t.Fatal(err)
+		}
+		var req []byte
+		req = protowire.AppendTag(req, 1, protowire.BytesType)
+		req = protowire.AppendString(req, "hessian2")
+		req = protowire.AppendTag(req, 2, protowire.BytesType)
+		req = protowire.AppendBytes(req, e.Buffer())
+		req = protowire.AppendTag(req, 3, protowire.BytesType)
+		req = protowire.AppendString(req, "java.lang.String")
+		ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "tri-service-version", version), 5*time.Second)
+		defer cancel()
+		var resp []byte
+		err := conn.Invoke(ctx, "/"+userService+"/"+method, &req, &resp, grpc.ForceCodec(rawCodec{}))
+		return resp, err
+	}
+	resp, err := call(t, userVersion, "GetUser", "7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := wrapperArgs(resp)
+	if err != nil || len(data) != 1 {
+		t.Fatalf("response wrapper: %d results, %v", len(data), err)
+	}
+	v, err := hessian.NewDecoder(data[0]).Decode()
+	if u, ok := v.(*benchUser); err != nil || !ok || u.ID != "7" || u.Name != "user-7" {
+		t.Fatalf("got %#v, %v", v, err)
+	}
+	// The provider's own refusal passes through as its gRPC status.
+	_, err = call(t, "9.9.9", "GetUser", "7")
+	if st := status.Convert(err); st.Code() != codes.Unimplemented || !strings.Contains(st.Message(), "9.9.9") {
+		t.Fatalf("a version the provider does not serve: %v", err)
+	}
 }
