@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,6 +110,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 		dst.Add("Trailer", strings.Join(names, ", "))
 	}
 	w.WriteHeader(res.StatusCode)
+	grpcCall := exchange.IsGRPC(r)
 
 	if err := h.copyBody(w, res); err != nil {
 		res.Body.Close()
@@ -120,6 +122,9 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	res.Body.Close() // before reading res.Trailer, which the body's EOF fills in
+	if grpcCall {
+		h.countGRPC(r.URL.Path, res)
+	}
 
 	if len(res.Trailer) == 0 {
 		return
@@ -133,6 +138,30 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 		}
 		dst[k] = append(dst[k], vv...)
 	}
+}
+
+// countGRPC counts a gRPC call the target answered, by method and
+// grpc-status (in the trailers, or in the headers of a Trailers-Only
+// answer; "unknown" when neither has one).
+func (h *handler) countGRPC(path string, res *http.Response) {
+	st := res.Trailer.Get("Grpc-Status")
+	if st == "" {
+		st = res.Header.Get("Grpc-Status")
+	}
+	code, err := strconv.Atoi(st)
+	label := "unknown"
+	if err == nil && code >= 0 && code <= 16 {
+		label = grpcStatusNames[code]
+	}
+	h.u.metrics.grpcCalls.WithLabelValues(h.u.name, h.u.grpcMethods.label(path), label).Inc()
+}
+
+// grpcStatusNames are the names of the gRPC status codes.
+var grpcStatusNames = [...]string{
+	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+	"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+	"FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+	"INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
 }
 
 // prepareHeader edits the outgoing header hdr (the incoming request's,

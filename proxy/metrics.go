@@ -37,6 +37,11 @@ type Metrics struct {
 	// panics is dubbogw_upstream_panic_selections_total{upstream}: targets
 	// picked while every target was ejected (panic mode).
 	panics *prometheus.CounterVec
+	// grpcCalls is dubbogw_upstream_grpc_calls_total{upstream,method,status}:
+	// gRPC calls a target answered, by method (the first
+	// maxGRPCMethods of each upstream; the rest count as "other") and
+	// grpc-status.
+	grpcCalls *prometheus.CounterVec
 
 	mu   sync.Mutex
 	refs map[seriesKey]int // users of each upstream (target "") and upstream target
@@ -123,10 +128,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "dubbogw_upstream_panic_selections_total",
 			Help: "Targets picked while every target of the upstream was ejected.",
 		}, []string{"upstream"}),
+		grpcCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "dubbogw_upstream_grpc_calls_total",
+			Help: "gRPC calls answered by upstream targets, by method (the first 100 of each upstream; then \"other\") and grpc-status.",
+		}, []string{"upstream", "method", "status"}),
 		refs: make(map[seriesKey]int),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.retries, m.ejections, m.healthy, m.inFlight, m.panics, m.direct)
+		reg.MustRegister(m.requests, m.duration, m.retries, m.ejections, m.healthy, m.inFlight, m.panics, m.grpcCalls, m.direct)
 	}
 	return m
 }
@@ -191,12 +200,56 @@ func (m *Metrics) release(upstream, target string) {
 		m.duration.DeleteLabelValues(upstream)
 		m.retries.DeleteLabelValues(upstream)
 		m.panics.DeleteLabelValues(upstream)
+		m.grpcCalls.DeletePartialMatch(prometheus.Labels{"upstream": upstream})
 		return
 	}
 	m.requests.DeletePartialMatch(prometheus.Labels{"upstream": upstream, "target": target})
 	m.ejections.DeleteLabelValues(upstream, target)
 	m.healthy.DeleteLabelValues(upstream, target)
 	m.inFlight.DeleteLabelValues(upstream, target)
+}
+
+// maxGRPCMethods bounds the methods an upstream's gRPC calls are counted
+// under: clients choose the paths, and each method is a series per status.
+const maxGRPCMethods = 100
+
+// grpcMethods names the methods of one upstream's gRPC calls in its
+// metrics: the first maxGRPCMethods seen, then "other".
+type grpcMethods struct {
+	known sync.Map // method → struct{}
+	n     atomic.Int32
+}
+
+// label is the method label of path.
+func (g *grpcMethods) label(path string) string {
+	if _, ok := g.known.Load(path); ok {
+		return path
+	}
+	if !grpcMethodPath(path) || g.n.Load() >= maxGRPCMethods {
+		return "other"
+	}
+	if _, loaded := g.known.LoadOrStore(path, struct{}{}); !loaded {
+		g.n.Add(1)
+	}
+	return path
+}
+
+// grpcMethodPath reports whether path looks like a gRPC method,
+// "/package.Service/Method", short and printable.
+func grpcMethodPath(path string) bool {
+	if len(path) < 4 || len(path) > 128 || path[0] != '/' {
+		return false
+	}
+	slash := 0
+	for i := 1; i < len(path); i++ {
+		switch c := path[i]; {
+		case c == '/':
+			slash++
+		case c <= ' ' || c > '~':
+			return false
+		}
+	}
+	return slash == 1
 }
 
 // countStatus counts one attempt answered with status code.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -1121,5 +1122,25 @@ func TestFailureLogsSampled(t *testing.T) {
 	get()
 	if !strings.Contains(logs.String(), `"suppressed":49`) {
 		t.Errorf("the next second's line does not say 49 were held back:\n%s", logs.String())
+	}
+}
+
+// TestGRPCMethodLabels: gRPC calls are counted per method for the first
+// 100 methods of an upstream; later ones, and paths that are no method,
+// count as "other", so clients cannot grow the series without bound.
+func TestGRPCMethodLabels(t *testing.T) {
+	var g grpcMethods
+	for i := range maxGRPCMethods {
+		if got := g.label(fmt.Sprintf("/pkg.S/M%d", i)); got != fmt.Sprintf("/pkg.S/M%d", i) {
+			t.Fatalf("method %d labelled %q", i, got)
+		}
+	}
+	for _, p := range []string{"/pkg.S/M100", "/a/b/c", "/nomethod", "/pkg.S/M\n", "/" + strings.Repeat("x", 200) + "/m"} {
+		if got := g.label(p); got != "other" {
+			t.Errorf("%q labelled %q, want other", p, got)
+		}
+	}
+	if got := g.label("/pkg.S/M7"); got != "/pkg.S/M7" {
+		t.Errorf("a known method labelled %q", got)
 	}
 }

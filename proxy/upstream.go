@@ -62,12 +62,13 @@ type Upstream struct {
 	closed atomic.Bool
 	now    func() time.Time
 
-	metrics  *Metrics
-	series   upstreamSeries
-	log      *slog.Logger
-	failures observe.LogSampler // one WARN a second about failed exchanges, with how many were held back
-	errorLog *log.Logger        // ReverseProxy's own messages, through log
-	tracer   trace.Tracer       // nil: no spans
+	metrics     *Metrics
+	series      upstreamSeries
+	grpcMethods grpcMethods // the methods its gRPC calls are counted under
+	log         *slog.Logger
+	failures    observe.LogSampler // one WARN a second about failed exchanges, with how many were held back
+	errorLog    *log.Logger        // ReverseProxy's own messages, through log
+	tracer      trace.Tracer       // nil: no spans
 }
 
 // New builds the upstream name from cfg, treating zero values as the defaults

@@ -327,6 +327,22 @@ routes:
 			t.Fatalf("got %v, %v: want the server to see a 2s deadline", unary, err)
 		}
 	})
+	t.Run("metrics by method", func(t *testing.T) {
+		text := string(gw.doURL(t, "GET", "http://"+gw.AdminAddr()+"/metrics", "").body)
+		for _, c := range []struct {
+			method, status string
+			atLeast        float64
+		}{
+			{"/grpc.testing.TestService/UnaryCall", "OK", 1},
+			{"/grpc.testing.TestService/UnaryCall", "FAILED_PRECONDITION", 1},
+			{"/grpc.testing.TestService/StreamingInputCall", "OK", 1},
+			{"/grpc.testing.TestService/FullDuplexCall", "OK", 1},
+		} {
+			if n := metricValue(text, "dubbogw_upstream_grpc_calls_total", "upstream", "plain", "method", c.method, "status", c.status); n < c.atLeast {
+				t.Errorf("%s %s: %v calls counted", c.method, c.status, n)
+			}
+		}
+	})
 	// The gateway's own refusals reach a gRPC client as gRPC statuses.
 	for _, tc := range []struct {
 		name   string
