@@ -215,6 +215,7 @@ func TestParseFullConfig(t *testing.T) {
 						{URL: "https://users.internal:8443/base", Weight: proxy.DefaultTargetWeight},
 					},
 					Policy:         proxy.PolicyWeightedRandom,
+					Protocol:       proxy.ProtocolHTTP1,
 					Timeout:        D(5 * time.Second),
 					ConnectTimeout: D(500 * time.Millisecond),
 					PreserveHost:   true,
@@ -226,6 +227,7 @@ func TestParseFullConfig(t *testing.T) {
 				"orders": {
 					Targets:        []proxy.Target{{URL: "http://127.0.0.1:9002", Weight: proxy.DefaultTargetWeight}},
 					Policy:         proxy.PolicyLeastRequest,
+					Protocol:       proxy.ProtocolHTTP1,
 					Timeout:        proxy.DefaultTimeout,
 					ConnectTimeout: proxy.DefaultConnectTimeout,
 					Pool:           proxy.Pool{MaxIdlePerTarget: proxy.DefaultMaxIdlePerTarget, IdleTimeout: proxy.DefaultPoolIdleTimeout},
@@ -264,7 +266,7 @@ func TestParseFullConfig(t *testing.T) {
 				Kind:  "dubbo",
 				Spec: &dubboroute.Route{Dubbo: dubboroute.Config{
 					Registry: "local", Interface: "com.example.demo.UserService", Version: "1.0.0", Group: "g1", Method: "getUser",
-					Generic: ptr(false), Timeout: D(500 * time.Millisecond), Cluster: "failfast", Retries: ptr(0),
+					Protocol: dubboroute.ProtocolAuto, Generic: ptr(false), Timeout: D(500 * time.Millisecond), Cluster: "failfast", Retries: ptr(0),
 					Idempotent: ptr(false), LoadBalance: "consistenthash", HashArguments: []int{0},
 					Params: []dubboroute.Param{
 						{Type: "java.lang.String", From: "path", Name: "id", Required: ptr(true)},
@@ -289,7 +291,7 @@ func TestParseFullConfig(t *testing.T) {
 				Kind:  "dubbo",
 				Spec: &dubboroute.Route{Dubbo: dubboroute.Config{
 					Registry: "local", Passthrough: &dubboroute.Passthrough{Allow: []string{"com.example.demo.*", "org.acme.OrderService"}},
-					Generic: ptr(true), Timeout: dubboroute.DefaultDubboTimeout, Cluster: dubboroute.DefaultDubboCluster, Retries: ptr(dubboroute.DefaultDubboRetries),
+					Protocol: dubboroute.ProtocolAuto, Generic: ptr(true), Timeout: dubboroute.DefaultDubboTimeout, Cluster: dubboroute.DefaultDubboCluster, Retries: ptr(dubboroute.DefaultDubboRetries),
 					Idempotent: ptr(false), LoadBalance: dubboroute.DefaultDubboLoadBalance, HashArguments: []int{0},
 					ExceptionStatus: dubboroute.DefaultExceptionStatus, MaxBodyBytesInFlight: dubboroute.DefaultDubboBodyBudget,
 					Breaker: dubboroute.Breaker{Enabled: ptr(true), MaxFailures: dubboroute.DefaultBreakerMaxFailures, FailureRatio: ptr(dubboroute.DefaultBreakerRatio),

@@ -224,6 +224,10 @@ type Config struct {
 	ExceptionStatus int `yaml:"exception_status"`
 	// Passthrough enables the generic pass-through endpoint on this route.
 	Passthrough *Passthrough `yaml:"passthrough"`
+	// IDL calls a protobuf (IDL) method over Triple: interface is the
+	// protobuf service's full name, method the rpc's name, the request's
+	// JSON body the request message. Implies protocol tri; no params.
+	IDL *IDL `yaml:"idl"`
 	// Breaker opens after failures so calls fail fast with 503.
 	Breaker Breaker `yaml:"breaker"`
 }
@@ -362,6 +366,9 @@ func (d *Client) Validate(at config.At, _ *config.Config) {
 func (rt *Route) Defaults(ctx config.RouteContext) {
 	c, r, dr := ctx.Config, ctx.Route, &rt.Dubbo
 	deriveRegistry(c, dr)
+	if dr.IDL != nil {
+		config.SetDefault(&dr.Protocol, ProtocolTriple)
+	}
 	config.SetDefault(&dr.Protocol, ProtocolAuto)
 	config.SetDefaultPtr(&dr.Generic, dr.Protocol != ProtocolTriple)
 	config.SetDefault(&dr.Timeout, r.Timeout)
@@ -472,6 +479,23 @@ func (rt *Route) Validate(at config.At, ctx config.RouteContext) {
 		}
 		if dr.Interface != "" || dr.Method != "" || len(dr.Params) > 0 {
 			pat.Errorf("a pass-through route takes interface, method and arguments from the request: remove interface, method and params")
+		}
+		if dr.IDL != nil {
+			at.Field("idl").Errorf("an IDL route calls one method: remove passthrough or idl")
+		}
+	} else if dr.IDL != nil {
+		iat := at.Field("idl")
+		switch {
+		case len(dr.Params) > 0:
+			at.Field("params").Errorf("an IDL route's request message is the JSON body: remove params")
+		case dr.Protocol != ProtocolTriple:
+			at.Field("protocol").Errorf("IDL methods are called over Triple: protocol tri (or leave it out)")
+		case dr.IDL.DescriptorSet == "":
+			iat.Field("descriptor_set").Errorf("required: a FileDescriptorSet file (protoc --include_imports --descriptor_set_out)")
+		default:
+			if _, err := loadIDLMethod(dr.IDL.DescriptorSet, dr.Interface, dr.Method); err != nil {
+				iat.Field("descriptor_set").Err(err)
+			}
 		}
 	} else {
 		if !protocol.JavaName(dr.Interface) {

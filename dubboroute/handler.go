@@ -110,6 +110,9 @@ type Handler struct {
 
 	// A pass-through route:
 	passthrough *passthrough
+
+	// An IDL route (protobuf over Triple):
+	idl *idlMethod
 }
 
 // New compiles a route's Dubbo section. Release the handler with Close.
@@ -170,7 +173,14 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 		h.passthrough = newPassthrough(cfg.Passthrough, refs)
 		return h, nil
 	}
-	if h.params, h.bodyMode, err = compileParams(enc, cfg.Params); err != nil {
+	if cfg.IDL != nil {
+		md, err := loadIDLMethod(cfg.IDL.DescriptorSet, cfg.Interface, cfg.Method)
+		if err != nil {
+			h.cluster.Close()
+			return nil, fmt.Errorf("idl.descriptor_set: %w", err)
+		}
+		h.idl = &idlMethod{md: md}
+	} else if h.params, h.bodyMode, err = compileParams(enc, cfg.Params); err != nil {
 		return nil, err
 	}
 	for i := range h.params {
@@ -199,6 +209,21 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 	return h, nil
 }
 
+// serveIDL calls the route's IDL method with the request's JSON body as
+// its request message.
+func (h *Handler) serveIDL(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte) {
+	payload, err := h.idl.encode(body)
+	if err != nil {
+		h.writeErr(w, r, err)
+		return
+	}
+	inv := &dubbo.Invocation{
+		Interface: h.cfg.Interface, Version: h.cfg.Version, Group: h.cfg.Group, Method: h.cfg.Method,
+		Args: []any{payload}, Attachments: h.attachments(r),
+	}
+	h.call(ctx, w, r, h.dir, inv, "")
+}
+
 // protocols are the providers of a snapshot the route calls: those of
 // its protocol (dubbo, tri, or auto's choice), and no tri provider
 // without a Triple client.
@@ -221,6 +246,15 @@ func (h *Handler) noProviderOfProtocol(dir *registry.Directory) string {
 
 // invoke calls inv on p with the client of p's protocol.
 func (h *Handler) invoke(ctx context.Context, p *cluster.Provider, inv *dubbo.Invocation) (*dubbo.Result, error) {
+	if h.idl != nil {
+		// The request message, encoded, is the invocation's one argument;
+		// the answer's bytes are the result's value.
+		b, err := h.triple.InvokeProto(ctx, dubbo.Target{Addr: p.Addr, TLS: p.TLS}, inv, inv.Args[0].([]byte))
+		if err != nil {
+			return nil, err
+		}
+		return &dubbo.Result{Value: b}, nil
+	}
 	if p.Protocol == cluster.ProtocolTriple {
 		return h.triple.Invoke(ctx, dubbo.Target{Addr: p.Addr, TLS: p.TLS}, inv)
 	}
@@ -258,6 +292,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.passthrough != nil {
 		h.servePassthrough(ctx, w, r, body)
+		return
+	}
+	if h.idl != nil {
+		h.serveIDL(ctx, w, r, body)
 		return
 	}
 	a, aerr := h.resolve(r, body)
@@ -330,8 +368,15 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if result != nil {
 		v = result.Value
 	}
-	out, err := jsonbridge.AppendJSON(make([]byte, 0, 512), v, &h.jsonOpts)
-	if err != nil {
+	var out []byte
+	if h.idl != nil {
+		msg, _ := v.([]byte)
+		out, err = h.idl.decode(msg)
+		if err != nil {
+			exchange.Fail(w, r, exchange.CodeBadGateway, h.detail(r, err, "the provider's answer is not the method's response message"))
+			return
+		}
+	} else if out, err = jsonbridge.AppendJSON(make([]byte, 0, 512), v, &h.jsonOpts); err != nil {
 		exchange.Fail(w, r, exchange.CodeBadGateway, "the result cannot be written as JSON: "+err.Error())
 		return
 	}

@@ -3,6 +3,7 @@ package triple
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -204,26 +205,11 @@ func (c *Client) invoke(ctx context.Context, t dubbo.Target, inv *dubbo.Invocati
 	if inv.Generic {
 		return nil, outcomeBadRequest, callError(t.Addr, inv, errors.New("generic ($invoke) calls are not supported over Triple"))
 	}
-	if err := checkName(inv.Interface, true); err != nil {
-		return nil, outcomeBadRequest, callError(t.Addr, inv, fmt.Errorf("interface: %w", err))
+	ctx, done, o, err := c.begin(ctx, t, inv)
+	if err != nil {
+		return nil, o, err
 	}
-	if err := checkName(inv.Method, false); err != nil {
-		return nil, outcomeBadRequest, callError(t.Addr, inv, fmt.Errorf("method: %w", err))
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
-		defer cancel()
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, contextOutcome(err), callError(t.Addr, inv, fmt.Errorf("before sending: %w", err))
-	}
-	st := c.addrState(t.Addr)
-	if st.pending.Add(1) > int64(c.opts.MaxPending) {
-		st.pending.Add(-1)
-		return nil, outcomeOverloaded, callError(t.Addr, inv, dubbo.ErrOverloaded)
-	}
-	defer st.pending.Add(-1)
+	defer done()
 
 	bp := c.buffers.Get().(*[]byte)
 	defer c.putBuffer(bp)
@@ -241,22 +227,96 @@ func (c *Client) invoke(ctx context.Context, t dubbo.Target, inv *dubbo.Invocati
 	if p, ok := c.swapped.Load(memoKey); ok {
 		path = p.(string)
 	}
-	res, o, err := c.roundTrip(ctx, t.Addr, secure, path, frame, inv)
-	var se *StatusError
-	if errors.As(err, &se) && se.Code == Unimplemented {
+	rb := c.buffers.Get().(*[]byte)
+	defer c.putBuffer(rb)
+	msg, o, err := c.roundTrip(ctx, t.Addr, secure, path, frame, inv, rb)
+	if isUnimplemented(err) {
 		alt := "/" + inv.Interface + "/" + swapFirstCase(inv.Method)
 		if path != alt {
-			if res2, o2, err2 := c.roundTrip(ctx, t.Addr, secure, alt, frame, inv); !isUnimplemented(err2) {
+			msg2, o2, err2 := c.roundTrip(ctx, t.Addr, secure, alt, frame, inv, rb)
+			if !isUnimplemented(err2) {
 				if err2 == nil && c.swapMemo.Load() < maxSwapMemo {
 					if _, loaded := c.swapped.LoadOrStore(memoKey, alt); !loaded {
 						c.swapMemo.Add(1)
 					}
 				}
-				return res2, o2, err2
+				msg, o, err = msg2, o2, err2
 			}
 		}
 	}
-	return res, o, err
+	if err != nil {
+		return nil, o, err
+	}
+	return c.decodeResult(t.Addr, inv, msg)
+}
+
+// InvokeProto calls an IDL (protobuf) method: message is the request
+// message, already encoded; the answer is the response message's bytes
+// (the caller's to keep). inv names the service (Interface: the protobuf
+// service's full name), Method, Version, Group and Attachments; its
+// arguments are not read. Bounds, headers and errors are Invoke's; no
+// other spelling of the method is tried.
+func (c *Client) InvokeProto(ctx context.Context, t dubbo.Target, inv *dubbo.Invocation, message []byte) ([]byte, error) {
+	if !c.enter() {
+		return nil, callError(t.Addr, inv, dubbo.ErrClosed)
+	}
+	defer c.leave()
+	c.metrics.use().inflight.Inc()
+	start := time.Now()
+	res, o, err := c.invokeProto(ctx, t, inv, message)
+	c.metrics.observe(o, time.Since(start))
+	c.metrics.inflight.Dec()
+	return res, err
+}
+
+func (c *Client) invokeProto(ctx context.Context, t dubbo.Target, inv *dubbo.Invocation, message []byte) ([]byte, outcome, error) {
+	if len(message) > c.opts.MaxPayload {
+		return nil, outcomeBadRequest, callError(t.Addr, inv, dubbo.ErrPayloadTooLarge)
+	}
+	ctx, done, o, err := c.begin(ctx, t, inv)
+	if err != nil {
+		return nil, o, err
+	}
+	defer done()
+	bp := c.buffers.Get().(*[]byte)
+	defer c.putBuffer(bp)
+	frame := append((*bp)[:0], 0, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(message)))
+	frame = append(frame, message...)
+	*bp = frame
+	rb := c.buffers.Get().(*[]byte)
+	defer c.putBuffer(rb)
+	msg, o, err := c.roundTrip(ctx, t.Addr, t.TLS || c.opts.TLSAll, "/"+inv.Interface+"/"+inv.Method, frame, inv, rb)
+	if err != nil {
+		return nil, o, err
+	}
+	return bytes.Clone(msg), outcomeOK, nil
+}
+
+// begin checks a call's names, gives ctx the default deadline when it
+// has none and takes a pending slot of the address; done gives both back.
+func (c *Client) begin(ctx context.Context, t dubbo.Target, inv *dubbo.Invocation) (context.Context, func(), outcome, error) {
+	if err := checkName(inv.Interface, true); err != nil {
+		return ctx, nil, outcomeBadRequest, callError(t.Addr, inv, fmt.Errorf("interface: %w", err))
+	}
+	if err := checkName(inv.Method, false); err != nil {
+		return ctx, nil, outcomeBadRequest, callError(t.Addr, inv, fmt.Errorf("method: %w", err))
+	}
+	cancel := context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout)
+	}
+	if err := ctx.Err(); err != nil {
+		cancel()
+		return ctx, nil, contextOutcome(err), callError(t.Addr, inv, fmt.Errorf("before sending: %w", err))
+	}
+	st := c.addrState(t.Addr)
+	if st.pending.Add(1) > int64(c.opts.MaxPending) {
+		st.pending.Add(-1)
+		cancel()
+		return ctx, nil, outcomeOverloaded, callError(t.Addr, inv, dubbo.ErrOverloaded)
+	}
+	return ctx, func() { st.pending.Add(-1); cancel() }, outcomeOK, nil
 }
 
 func isUnimplemented(err error) bool {
@@ -264,8 +324,9 @@ func isUnimplemented(err error) bool {
 	return errors.As(err, &se) && se.Code == Unimplemented
 }
 
-// roundTrip sends one request frame to path and reads the answer.
-func (c *Client) roundTrip(ctx context.Context, addr string, secure bool, path string, frame []byte, inv *dubbo.Invocation) (*dubbo.Result, outcome, error) {
+// roundTrip sends one request frame to path and reads the answer's one
+// message into *bp, which it returns (a slice of *bp).
+func (c *Client) roundTrip(ctx context.Context, addr string, secure bool, path string, frame []byte, inv *dubbo.Invocation, bp *[]byte) ([]byte, outcome, error) {
 	scheme, tr := "http", c.plain
 	if secure {
 		scheme, tr = "https", c.secure
@@ -305,13 +366,13 @@ func (c *Client) roundTrip(ctx context.Context, addr string, secure bool, path s
 		return nil, c.transportOutcome(ctx, err), callError(addr, inv, c.transportError(ctx, err))
 	}
 	defer resp.Body.Close()
-	return c.readResponse(ctx, addr, inv, resp)
+	return c.readResponse(ctx, addr, inv, resp, bp)
 }
 
-// readResponse reads a unary gRPC response: at most one message of at
-// most MaxPayload bytes, then the status in the trailers (or, for a
+// readResponse reads a unary gRPC response: one message of at most
+// MaxPayload bytes (into *bp), then the status in the trailers (or, for a
 // trailers-only answer, in the headers).
-func (c *Client) readResponse(ctx context.Context, addr string, inv *dubbo.Invocation, resp *http.Response) (*dubbo.Result, outcome, error) {
+func (c *Client) readResponse(ctx context.Context, addr string, inv *dubbo.Invocation, resp *http.Response, bp *[]byte) ([]byte, outcome, error) {
 	if resp.StatusCode != http.StatusOK {
 		if st := resp.Header.Get("Grpc-Status"); st != "" {
 			return nil, outcomeStatusError, statusError(addr, st, resp.Header.Get("Grpc-Message"))
@@ -330,8 +391,6 @@ func (c *Client) readResponse(ctx context.Context, addr string, inv *dubbo.Invoc
 		return nil, outcomeDecodeError, callError(addr, inv, fmt.Errorf("the provider answered with content type %q, not gRPC", ct))
 	}
 	var hdr [frameHeaderLen]byte
-	bp := c.buffers.Get().(*[]byte)
-	defer c.putBuffer(bp)
 	var msg []byte
 	hasMsg := false
 	switch _, err := io.ReadFull(resp.Body, hdr[:]); {
@@ -342,7 +401,7 @@ func (c *Client) readResponse(ctx context.Context, addr string, inv *dubbo.Invoc
 		if hdr[0] != 0 {
 			return nil, outcomeDecodeError, callError(addr, inv, errors.New("the provider sent a compressed message (none was accepted)"))
 		}
-		n := int(uint32(hdr[1])<<24 | uint32(hdr[2])<<16 | uint32(hdr[3])<<8 | uint32(hdr[4]))
+		n := int(binary.BigEndian.Uint32(hdr[1:]))
 		if n > c.opts.MaxPayload {
 			return nil, outcomeDecodeError, callError(addr, inv, fmt.Errorf("the response message of %d bytes exceeds max payload %d", n, c.opts.MaxPayload))
 		}
@@ -370,6 +429,12 @@ func (c *Client) readResponse(ctx context.Context, addr string, inv *dubbo.Invoc
 	case !hasMsg:
 		return nil, outcomeDecodeError, callError(addr, inv, errors.New("the provider answered OK without a result"))
 	}
+	return msg, outcomeOK, nil
+}
+
+// decodeResult reads a non-IDL answer: the response wrapper and the
+// hessian2 result in it.
+func (c *Client) decodeResult(addr string, inv *dubbo.Invocation, msg []byte) (*dubbo.Result, outcome, error) {
 	w, err := decodeResponse(msg)
 	if err != nil {
 		return nil, outcomeDecodeError, callError(addr, inv, fmt.Errorf("decoding the response wrapper: %w", err))

@@ -29,13 +29,15 @@ const (
 	Unavailable        Code = 14
 	DataLoss           Code = 15
 	Unauthenticated    Code = 16
+	// BizError is dubbo-go's own status for a method's error (not gRPC's).
+	BizError Code = 17
 )
 
 var codeNames = [...]string{
 	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
 	"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
 	"FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-	"INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+	"INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED", "BIZ_ERROR",
 }
 
 func (c Code) String() string {
@@ -67,7 +69,8 @@ func codeOfHTTPStatus(status int) Code {
 
 // StatusError is a call that ended with a gRPC status other than OK:
 // the provider's method failed (UNKNOWN carries a Go provider's error or a
-// Java exception's message), or the provider refused the call
+// Java exception's message; dubbo-go answers an IDL method's error with
+// its own code 17, BIZ_ERROR), or the provider refused the call
 // (UNIMPLEMENTED, UNAVAILABLE, RESOURCE_EXHAUSTED...).
 type StatusError struct {
 	Addr    string
@@ -96,7 +99,7 @@ func (e *StatusError) NotExecuted() bool {
 func (e *StatusError) Business() bool {
 	switch e.Code {
 	case Unknown, InvalidArgument, NotFound, AlreadyExists, PermissionDenied,
-		FailedPrecondition, Aborted, OutOfRange, Unauthenticated:
+		FailedPrecondition, Aborted, OutOfRange, Unauthenticated, BizError:
 		return true
 	}
 	return false

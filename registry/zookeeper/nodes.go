@@ -177,7 +177,7 @@ func quickProviderNode(raw string) *providerNode {
 		}
 		kept = append(kept, kv)
 	}
-	if !speaksHessian2(serialization, prefer) {
+	if !speaksHessian2(serialization, prefer) && !idlTriple(p.Protocol.String(), serialization) {
 		return nil
 	}
 	p.Params = cluster.NewParamsSorted(kept)
@@ -231,7 +231,7 @@ func newProviderNode(u *registry.ProviderURL) (*providerNode, string) {
 	if c := u.Params.Get("category"); c != "" && c != "providers" {
 		return nil, fmt.Sprintf("category %q is not providers", c)
 	}
-	if !speaksHessian2(u.Params.Get("serialization"), u.Params.Get("prefer.serialization")) {
+	if !speaksHessian2(u.Params.Get("serialization"), u.Params.Get("prefer.serialization")) && !idlTriple(u.Protocol, u.Params.Get("serialization")) {
 		return nil, fmt.Sprintf("serialization %q without hessian2 in prefer.serialization: only hessian2 is spoken", u.Params.Get("serialization"))
 	}
 	p, err := u.Provider()
@@ -315,6 +315,12 @@ func offerNodes(offers []nodeOffer, inst *registry.Instance, origin *nodeOrigin,
 		nodes = append(nodes, &b.node)
 	}
 	return nodes
+}
+
+// idlTriple reports whether a provider is an IDL (protobuf) Triple
+// service, which routes with an idl section call.
+func idlTriple(protocol, serialization string) bool {
+	return protocol == "tri" && serialization == "protobuf"
 }
 
 // speaksHessian2 reports whether a provider accepts hessian2: it names no

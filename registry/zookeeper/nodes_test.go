@@ -34,6 +34,8 @@ func TestParseProviderNode(t *testing.T) {
 		{"category providers", providerChild("10.0.0.1:20880", "category=providers"), true, ""},
 		{"empty marker", url.QueryEscape("empty://10.0.0.1/" + testIface + "?category=providers"), false, ""},
 		{"triple", url.QueryEscape("tri://10.0.0.1:20880/" + testIface + "?serialization=hessian2"), true, ""},
+		{"triple IDL", url.QueryEscape("tri://10.0.0.1:20880/" + testIface + "?serialization=protobuf"), true, ""},
+		{"dubbo protobuf", providerChild("10.0.0.1:20880", "serialization=protobuf"), false, `serialization "protobuf"`},
 		{"other protocol", url.QueryEscape("rest://10.0.0.1:8080/" + testIface), false, `protocol "rest"`},
 		{"other category", providerChild("10.0.0.1:20880", "category=routers"), false, `category "routers"`},
 		{"other serialization", providerChild("10.0.0.1:20880", "serialization=kryo&prefer.serialization=kryo,fastjson2"), false, `serialization "kryo"`},

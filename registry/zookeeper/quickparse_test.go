@@ -60,6 +60,7 @@ func TestQuickProviderNode(t *testing.T) {
 		"dubbo://h_1:1/x?a=b?c=d",
 		"dubbo://10.0.0.1:20880?interface=com.example.A",
 		"tri://10.0.0.1:50051/com.example.A?serialization=hessian2&weight=5",
+		"tri://10.0.0.1:50051/org.example.Greeter?serialization=protobuf", // an IDL service
 		strings.Replace(java, "dubbo://", "tri://", 1),
 	}
 	for _, raw := range usual {

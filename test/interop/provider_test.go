@@ -51,6 +51,9 @@ type providerConfig struct {
 	// (-tri-port; 0 for a free one).
 	Tri     bool
 	TriPort int
+	// IDLDescriptorOut (-idl-descriptor-out), with Tri: where the IDL
+	// service's FileDescriptorSet is written.
+	IDLDescriptorOut string
 }
 
 // providerBinary builds dubbogoprovider once per test process.
@@ -113,6 +116,7 @@ func startDubboGoProvider(tb testing.TB, cfg providerConfig) *dubboGoProvider {
 		{"-registry-type", cfg.RegistryType}, {"-registry-group", cfg.RegistryGroup}, {"-metadata", cfg.Metadata},
 		{"-app", cfg.App}, {"-user-version", cfg.UserVersion}, {"-user-group", cfg.UserGroup},
 		{"-tls-cert", cfg.TLSCert}, {"-tls-key", cfg.TLSKey}, {"-tls-ca", cfg.TLSCA},
+		{"-idl-descriptor-out", cfg.IDLDescriptorOut},
 	} {
 		if f[1] != "" {
 			args = append(args, f[0], f[1])

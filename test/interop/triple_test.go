@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -280,5 +281,69 @@ func TestTripleChurnUnderLoad(t *testing.T) {
 	}
 	if len(res.errors) > 0 {
 		t.Errorf("%d calls failed, want none: %v", len(res.errors), res.sample())
+	}
+}
+
+// TestGatewayTripleIDL calls the dubbo-go provider's IDL (protobuf)
+// service through routes with an idl section: the JSON body becomes the
+// request message by protobuf's JSON mapping, the response message comes
+// back as JSON; the provider is found at interface and at application
+// level (a tri URL with serialization=protobuf).
+func TestGatewayTripleIDL(t *testing.T) {
+	zkAddr := zkAddress(t)
+	if zkAddr == "" {
+		t.Skip("DUBBOGW_TEST_ZK_ADDR is not set (scripts/test.sh starts a ZooKeeper; set CI to make this a failure)")
+	}
+	descriptors := filepath.Join(t.TempDir(), "greeter.pb")
+	startDubboGoProvider(t, providerConfig{ZK: zkAddr, Tri: true, IDLDescriptorOut: descriptors})
+	var routes strings.Builder
+	for _, mode := range []string{"interface", "application"} {
+		for _, m := range []string{"SayHello", "Fail"} {
+			fmt.Fprintf(&routes, `  - name: idl-%s-%s
+    match: {methods: [POST], path: /%s/%s}
+    dubbo: {registry: zk, discovery: %s, interface: org.dubbogw.idl.Greeter, method: %s, idl: {descriptor_set: %q}}
+`, mode, m, mode, m, mode, m, descriptors)
+		}
+	}
+	gw := startGateway(t, fmt.Sprintf(`listen: "127.0.0.1:0"
+admin: {listen: "127.0.0.1:0"}
+access_log: {enabled: false}
+shutdown: {delay: 0s, drain_timeout: 5s}
+registries:
+  zk: {type: zookeeper, address: %q, startup_wait: 5s}
+routes:
+%s`, zkAddr, routes.String()))
+	for _, mode := range []string{"interface", "application"} {
+		t.Run(mode, func(t *testing.T) {
+			for _, c := range []gatewayCase{
+				{name: "every kind of field", method: "POST", path: "/SayHello",
+					body:  `{"name": "Ann", "times": 2, "tags": ["a", "b"], "pet": {"name": "Rex", "legs": 4}, "big": "9007199254740993"}`,
+					check: wantJSON(`{"message": "hello Ann hello Ann", "count": "2", "tags": ["a", "b"], "pet": {"name": "Rex", "legs": 4}, "big": "9007199254740993"}`)},
+				{name: "empty body", method: "POST", path: "/SayHello", check: wantJSON(`{"message": "hello", "count": "1"}`)},
+				{name: "unknown field", method: "POST", path: "/SayHello", body: `{"nmae": "Ann"}`,
+					check: wantErrorPrefix(400, "BAD_REQUEST", "idl-"+mode+"-SayHello", "the body is not a org.dubbogw.idl.HelloRequest message: ")},
+				{name: "wrong type", method: "POST", path: "/SayHello", body: `{"times": "many"}`,
+					check: wantErrorPrefix(400, "BAD_REQUEST", "idl-"+mode+"-SayHello", "the body is not a org.dubbogw.idl.HelloRequest message: ")},
+				// dubbo-go answers an IDL method's error with its own status
+				// 17 (BIZ_ERROR).
+				{name: "method error", method: "POST", path: "/Fail", body: `{"name": "Bo"}`,
+					check: wantError(500, "DUBBO_EXCEPTION", "idl-"+mode+"-Fail", "BIZ_ERROR: no greeting for Bo")},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					c.check(t, gw.do(t, c.method, "/"+mode+c.path, c.body, c.header...))
+				})
+			}
+		})
+	}
+}
+
+// wantErrorPrefix is wantError for a message that starts with prefix (the
+// rest is a library's wording).
+func wantErrorPrefix(status int, code, route, prefix string) func(*testing.T, httpAnswer) {
+	return func(t *testing.T, a httpAnswer) {
+		t.Helper()
+		if got := checkError(t, a, status, code, route); !strings.HasPrefix(got, prefix) {
+			t.Errorf("message %q, want one starting %q", got, prefix)
+		}
 	}
 }

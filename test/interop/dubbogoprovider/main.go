@@ -41,7 +41,9 @@
 // one), registered beside the dubbo URL; the ready line then ends with
 // " tri 127.0.0.1:<port>". dubbo-go serves them under the Go method
 // names (/org.dubbogw.interop.UserService/GetUser), as a non-IDL dubbo-go
-// service does.
+// service does. It also exports the IDL (protobuf) service of idl.go,
+// org.dubbogw.idl.Greeter, over Triple only; -idl-descriptor-out writes
+// its descriptor set.
 //
 // -extra-method adds UserService.ping() (returns "pong"), which changes
 // the metadata revision; -port keeps the address across restarts.
@@ -108,6 +110,7 @@ type options struct {
 	tlsCert, tlsKey, tlsCA                  string
 	tri                                     bool
 	triPort                                 int
+	idlDescriptorOut                        string
 }
 
 func main() {
@@ -129,6 +132,7 @@ func main() {
 	flag.StringVar(&o.tlsCA, "tls-ca", "", "CA certificates (PEM) a consumer's certificate is verified against")
 	flag.BoolVar(&o.tri, "tri", false, "also export the services over Triple (h2c)")
 	flag.IntVar(&o.triPort, "tri-port", 0, "the Triple port on 127.0.0.1 with -tri (0: a free one)")
+	flag.StringVar(&o.idlDescriptorOut, "idl-descriptor-out", "", "with -tri, write the IDL service's FileDescriptorSet here (as protoc --descriptor_set_out)")
 	flag.Parse()
 
 	if err := run(o); err != nil {
@@ -194,6 +198,15 @@ func run(o options) error {
 			}
 		}
 	}
+	var idl *IDLGreeter
+	if o.tri {
+		g, info, err := registerIDL(o.idlDescriptorOut)
+		if err != nil {
+			return err
+		}
+		idl = g
+		config.SetProviderServiceWithInfo(idl, info)
+	}
 	provider := config.NewProviderConfigBuilder().
 		AddService(users.Reference(), config.NewServiceConfigBuilder().
 			SetInterface(userServiceName).
@@ -208,6 +221,14 @@ func run(o options) error {
 			SetProtocolIDs(protocolIDs...).
 			SetSerialization("hessian2").
 			Build())
+
+	if idl != nil {
+		provider.AddService(idl.Reference(), config.NewServiceConfigBuilder().
+			SetInterface(idlService).
+			SetProtocolIDs("tri").
+			SetSerialization("protobuf").
+			Build())
+	}
 
 	application := config.NewApplicationConfigBuilder().
 		SetName(o.app).
