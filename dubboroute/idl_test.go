@@ -56,15 +56,15 @@ func TestIDLRouteConfig(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, path, reason string }{
 		{"no file", route("      idl: {}\n"), "routes[0].dubbo.idl.descriptor_set", "required"},
 		{"missing file", route("      idl: {descriptor_set: /nonexistent.pb}\n"), "routes[0].dubbo.idl.descriptor_set", "reading the descriptor set"},
-		{"not a descriptor set", route("      idl: {descriptor_set: "+junk+"}\n"), "routes[0].dubbo.idl.descriptor_set", "is not a FileDescriptorSet"},
+		{"not a descriptor set", route("      idl: {descriptor_set: " + junk + "}\n"), "routes[0].dubbo.idl.descriptor_set", "is not a FileDescriptorSet"},
 		{"unknown method", dubboRoute(`{path: /p}`, "      registry: local\n      interface: p.S\n      method: Put\n      idl: {descriptor_set: "+set+"}\n"),
 			"routes[0].dubbo.idl.descriptor_set", "service p.S has no method Put (it has: Get, Watch)"},
 		{"unknown service", dubboRoute(`{path: /p}`, "      registry: local\n      interface: p.T\n      method: Get\n      idl: {descriptor_set: "+set+"}\n"),
 			"routes[0].dubbo.idl.descriptor_set", "has no service p.T"},
 		{"streaming", dubboRoute(`{path: /p}`, "      registry: local\n      interface: p.S\n      method: Watch\n      idl: {descriptor_set: "+set+"}\n"),
 			"routes[0].dubbo.idl.descriptor_set", "streams: an IDL route calls unary methods only"},
-		{"params", route("      idl: {descriptor_set: "+set+"}\n      params: [{type: int}]\n"), "routes[0].dubbo.params", "the JSON body"},
-		{"over dubbo", route("      idl: {descriptor_set: "+set+"}\n      protocol: dubbo\n"), "routes[0].dubbo.protocol", "over Triple"},
+		{"params", route("      idl: {descriptor_set: " + set + "}\n      params: [{type: int}]\n"), "routes[0].dubbo.params", "the JSON body"},
+		{"over dubbo", route("      idl: {descriptor_set: " + set + "}\n      protocol: dubbo\n"), "routes[0].dubbo.protocol", "over Triple"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			configtest.Parse(t, tc.yaml, configtest.Want{Path: tc.path, Reason: tc.reason})

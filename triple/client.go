@@ -3,9 +3,9 @@ package triple
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
