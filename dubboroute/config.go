@@ -10,6 +10,7 @@ import (
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
+	"github.com/dubbogw/dubbogw/idl"
 	"github.com/dubbogw/dubbogw/registry"
 )
 
@@ -493,7 +494,7 @@ func (rt *Route) Validate(at config.At, ctx config.RouteContext) {
 		case dr.IDL.DescriptorSet == "":
 			iat.Field("descriptor_set").Errorf("required: a FileDescriptorSet file (protoc --include_imports --descriptor_set_out)")
 		default:
-			if _, err := loadIDLMethod(dr.IDL.DescriptorSet, dr.Interface, dr.Method); err != nil {
+			if _, err := idl.Load(dr.IDL.DescriptorSet, dr.Interface, dr.Method); err != nil {
 				iat.Field("descriptor_set").Err(err)
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
+	"github.com/dubbogw/dubbogw/idl"
 	"github.com/dubbogw/dubbogw/observe"
 	"github.com/dubbogw/dubbogw/registry"
 	"github.com/dubbogw/dubbogw/triple"
@@ -112,7 +113,7 @@ type Handler struct {
 	passthrough *passthrough
 
 	// An IDL route (protobuf over Triple):
-	idl *idlMethod
+	idl *idl.Method
 }
 
 // New compiles a route's Dubbo section. Release the handler with Close.
@@ -174,12 +175,10 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 		return h, nil
 	}
 	if cfg.IDL != nil {
-		md, err := loadIDLMethod(cfg.IDL.DescriptorSet, cfg.Interface, cfg.Method)
-		if err != nil {
+		if h.idl, err = idl.Load(cfg.IDL.DescriptorSet, cfg.Interface, cfg.Method); err != nil {
 			h.cluster.Close()
 			return nil, fmt.Errorf("idl.descriptor_set: %w", err)
 		}
-		h.idl = &idlMethod{md: md}
 	} else if h.params, h.bodyMode, err = compileParams(enc, cfg.Params); err != nil {
 		return nil, err
 	}
@@ -212,8 +211,12 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 // serveIDL calls the route's IDL method with the request's JSON body as
 // its request message.
 func (h *Handler) serveIDL(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte) {
-	payload, err := h.idl.encode(body)
+	payload, err := h.idl.Encode(body)
 	if err != nil {
+		var re *idl.RequestError
+		if errors.As(err, &re) {
+			err = &argError{msg: re.Msg}
+		}
 		h.writeErr(w, r, err)
 		return
 	}
@@ -371,7 +374,7 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	var out []byte
 	if h.idl != nil {
 		msg, _ := v.([]byte)
-		out, err = h.idl.decode(msg)
+		out, err = h.idl.Decode(msg)
 		if err != nil {
 			exchange.Fail(w, r, exchange.CodeBadGateway, h.detail(r, err, "the provider's answer is not the method's response message"))
 			return

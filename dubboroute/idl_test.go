@@ -5,43 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/descriptorpb"
-
 	"github.com/dubbogw/dubbogw/config/configtest"
 	"github.com/dubbogw/dubbogw/dubboroute"
+	"github.com/dubbogw/dubbogw/internal/testproto"
 )
 
-// writeDescriptorSet writes a FileDescriptorSet of
-//
-//	package p; message M { string s = 1; }
-//	service S { rpc Get(M) returns (M); rpc Watch(M) returns (stream M); }
-func writeDescriptorSet(t *testing.T) string {
-	t.Helper()
-	m := ".p.M"
-	set := &descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{{
-		Name: proto.String("p.proto"), Package: proto.String("p"), Syntax: proto.String("proto3"),
-		MessageType: []*descriptorpb.DescriptorProto{{Name: proto.String("M"), Field: []*descriptorpb.FieldDescriptorProto{{
-			Name: proto.String("s"), Number: proto.Int32(1), Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(),
-			Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), JsonName: proto.String("s")}}}},
-		Service: []*descriptorpb.ServiceDescriptorProto{{Name: proto.String("S"), Method: []*descriptorpb.MethodDescriptorProto{
-			{Name: proto.String("Get"), InputType: proto.String(m), OutputType: proto.String(m)},
-			{Name: proto.String("Watch"), InputType: proto.String(m), OutputType: proto.String(m), ServerStreaming: proto.Bool(true)},
-		}}},
-	}}}
-	b, err := proto.Marshal(set)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "set.pb")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestIDLRouteConfig(t *testing.T) {
-	set := writeDescriptorSet(t)
+	set := testproto.DescriptorSet(t)
 	junk := filepath.Join(t.TempDir(), "junk.pb")
 	if err := os.WriteFile(junk, []byte("not protobuf \xff\xff"), 0o644); err != nil {
 		t.Fatal(err)

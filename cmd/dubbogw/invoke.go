@@ -20,6 +20,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo/metadataservice"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
+	"github.com/dubbogw/dubbogw/idl"
 	"github.com/dubbogw/dubbogw/registry"
 	"github.com/dubbogw/dubbogw/registry/zookeeper"
 	"github.com/dubbogw/dubbogw/triple"
@@ -39,7 +40,11 @@ ssl-enabled=true; --tls-ca, --tls-cert and --tls-key give the CA and a
 client certificate (dubbo-go's TLS providers require one).
 --protocol tri calls over Triple (typed: Triple providers serve no $invoke);
 with --registry, auto calls a dubbo provider when the service has one, else
-a tri one.
+a tri one. --idl FILE calls an IDL (protobuf) method over Triple: INTERFACE is
+the protobuf service's full name, FILE its descriptor set (protoc
+--include_imports --descriptor_set_out) and the one JSON_ARG the request
+message, e.g.
+  dubbogw invoke --addr 127.0.0.1:50051 --idl greeter.pb org.example.Greeter.SayHello '{"name":"Ann"}'
 
 flags:
 `
@@ -59,6 +64,7 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	typed := fs.Bool("typed", false, "send a typed call (real method name and descriptor) instead of generic $invoke")
 	keepClass := fs.Bool("keep-class", false, "keep the \"class\" keys of generic results")
 	proto := fs.String("protocol", "dubbo", "dubbo, tri (Triple, typed calls) or, with --registry, auto: dubbo where the service offers it, else tri")
+	idlFile := fs.String("idl", "", "descriptor set (protoc --include_imports --descriptor_set_out) of an IDL method, called over Triple with the JSON_ARG as its request message")
 	var tlsc config.ClientTLS
 	fs.BoolVar(&tlsc.Enabled, "tls", false, "dial the provider over TLS (with --registry, also when its URL says ssl-enabled=true)")
 	fs.StringVar(&tlsc.CAFile, "tls-ca", "", "PEM CA certificates the provider's certificate is verified against (default: the system's)")
@@ -89,6 +95,9 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	default:
 		fmt.Fprintf(stderr, "dubbogw invoke: --protocol %q: want dubbo, tri or auto\n", *proto)
 		return 2
+	}
+	if *idlFile != "" {
+		return invokeIDL(*idlFile, *addr, *regURL, iface, method, fs.Args()[1:], *version, *group, *timeout, tlsc, stdout, stderr)
 	}
 	if *proto == "tri" {
 		*typed = true // Triple providers serve no $invoke
@@ -201,6 +210,74 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	out, err := jsonbridge.AppendJSON(nil, res.Value, &jsonbridge.DecodeOptions{KeepClass: *keepClass})
 	if err != nil {
 		fmt.Fprintln(stderr, "dubbogw invoke: rendering the result:", err)
+		return 1
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, out, "", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(out)
+	}
+	pretty.WriteByte('\n')
+	_, _ = stdout.Write(pretty.Bytes())
+	return 0
+}
+
+// invokeIDL calls an IDL method over Triple with the JSON argument as its
+// request message and prints the response message as JSON.
+func invokeIDL(file, addr, regURL, service, method string, args []string, version, group string, timeout time.Duration, tlsc config.ClientTLS, stdout, stderr io.Writer) int {
+	if len(args) > 1 {
+		fmt.Fprintf(stderr, "dubbogw invoke: --idl takes one JSON_ARG (the request message), got %d\n", len(args))
+		return 2
+	}
+	m, err := idl.Load(file, service, method)
+	if err != nil {
+		fmt.Fprintln(stderr, "dubbogw invoke: --idl:", err)
+		return 2
+	}
+	var body []byte
+	if len(args) == 1 {
+		body = []byte(args[0])
+	}
+	msg, err := m.Encode(body)
+	if err != nil {
+		fmt.Fprintln(stderr, "dubbogw invoke:", err)
+		return 2
+	}
+	opts := triple.Options{Logger: slog.New(slog.DiscardHandler), Timeout: timeout, TLSAll: tlsc.Enabled}
+	if tlsc.Set() {
+		if opts.TLS, err = tlsc.Build(); err != nil {
+			fmt.Fprintln(stderr, "dubbogw invoke: --tls:", err)
+			return 2
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	to := dubbo.Target{Addr: addr}
+	if regURL != "" {
+		dc := dubbo.New(dubbo.Options{Logger: opts.Logger, Timeout: timeout})
+		defer func() { _ = dc.Close(context.Background()) }()
+		found, err := lookupProvider(ctx, regURL, registry.ServiceKey{Interface: service, Version: version, Group: group}, "tri", dc)
+		if err != nil {
+			fmt.Fprintln(stderr, "dubbogw invoke:", err)
+			return 1
+		}
+		to = dubbo.Target{Addr: found.Addr, TLS: found.TLS}
+	}
+	tc := triple.New(opts)
+	defer func() { _ = tc.Close(context.Background()) }()
+	res, err := tc.InvokeProto(ctx, to, &dubbo.Invocation{Interface: service, Method: method, Version: version, Group: group}, msg)
+	if err != nil {
+		var ts *triple.StatusError
+		if errors.As(err, &ts) {
+			fmt.Fprintf(stderr, "error: %s: %s\n", ts.Code, ts.Message)
+		} else {
+			fmt.Fprintln(stderr, "dubbogw invoke:", err)
+		}
+		return 1
+	}
+	out, err := m.Decode(res)
+	if err != nil {
+		fmt.Fprintln(stderr, "dubbogw invoke:", err)
 		return 1
 	}
 	var pretty bytes.Buffer

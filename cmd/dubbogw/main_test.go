@@ -32,6 +32,7 @@ import (
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/internal/testcert"
 	"github.com/dubbogw/dubbogw/internal/testenv"
+	"github.com/dubbogw/dubbogw/internal/testproto"
 )
 
 // binary is the real dubbogw, built once for these tests.
@@ -904,6 +905,53 @@ func TestInvokeTriple(t *testing.T) {
 		code, out, errOut := runCLI(t, "invoke", "--registry", reg, "--protocol", c.protocol, "com.example.demo.UserService.getUser", `"u1"`)
 		if code != 0 || !strings.Contains(out, c.want) {
 			t.Errorf("--protocol %s: exit %d stdout %q stderr %q; want %q", c.protocol, code, out, errOut, c.want)
+		}
+	}
+}
+
+// TestInvokeIDL: --idl calls p.S.Get (internal/testproto) over Triple
+// with the JSON argument as the request message, against a stand-in that
+// echoes the message with "!" added to its string field.
+func TestInvokeIDL(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Trailer", "Grpc-Status")
+		if r.URL.Path != "/p.S/Get" || len(body) < 7 || body[5] != 0x0a {
+			w.Header().Set("Grpc-Status", "12")
+			return
+		}
+		s := string(body[7:]) + "!"
+		msg := append([]byte{0x0a, byte(len(s))}, s...)
+		_, _ = w.Write(append([]byte{0, 0, 0, 0, byte(len(msg))}, msg...))
+		w.Header().Set("Grpc-Status", "0")
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	set := testproto.DescriptorSet(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"p.S.Get", `{"s": "hi"}`}, 0, `"s": "hi!"`},
+		{[]string{"p.S.Get", `{"x": 1}`}, 2, "is not a p.M message"},
+		{[]string{"p.S.Put", `{}`}, 2, "no method Put"},
+		{[]string{"p.S.Get", `{}`, `{}`}, 2, "one JSON_ARG"},
+	} {
+		code, out, errOut := runCLI(t, append([]string{"invoke", "--addr", ln.Addr().String(), "--idl", set}, c.args...)...)
+		text := out
+		if c.code != 0 {
+			text = errOut
+		}
+		if code != c.code || !strings.Contains(text, c.out) {
+			t.Errorf("invoke --idl %v: exit %d stdout %q stderr %q; want exit %d with %q", c.args, code, out, errOut, c.code, c.out)
 		}
 	}
 }
