@@ -375,3 +375,51 @@ routes:
 		})
 	}
 }
+
+// BenchmarkGRPCProxy puts grpc-go's client calling grpc-go's server
+// directly beside the same calls through the gateway (h2c in, an http2
+// upstream out), in one run: unary calls with a 1 KiB answer, 64
+// goroutines on one client connection.
+//
+//	go test -run '^$' -bench GRPCProxy -benchmem -count 5 .
+func BenchmarkGRPCProxy(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := grpc.NewServer()
+	testgrpc.RegisterTestServiceServer(s, grpcTestServer{})
+	go func() { _ = s.Serve(ln) }()
+	b.Cleanup(s.Stop)
+	server := ln.Addr().String()
+	gw := startGateway(b, fmt.Sprintf(`listen: "127.0.0.1:0"
+admin: {listen: "127.0.0.1:0"}
+access_log: {enabled: false}
+shutdown: {delay: 0s, drain_timeout: 5s}
+upstreams:
+  grpc: {protocol: http2, targets: [{url: "http://%s"}]}
+routes:
+  - name: grpc
+    match: {methods: [POST], prefix: /grpc.testing.TestService}
+    upstream: grpc
+`, server))
+	for _, c := range []struct{ name, addr string }{{"direct", server}, {"gateway", gw.Addr()}} {
+		conn, err := grpc.NewClient(c.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		client := testgrpc.NewTestServiceClient(conn)
+		invoke := func(ctx context.Context) (any, error) {
+			res, err := client.UnaryCall(ctx, &testgrpc.SimpleRequest{ResponseSize: 1024})
+			if err == nil && len(res.GetPayload().GetBody()) != 1024 {
+				err = fmt.Errorf("payload of %d bytes", len(res.GetPayload().GetBody()))
+			}
+			return nil, err
+		}
+		if _, err := invoke(context.Background()); err != nil {
+			b.Fatalf("%s: %v", c.name, err)
+		}
+		b.Run("unary/conc=64/"+c.name, func(b *testing.B) { runConcurrently(b, 64, invoke) })
+		conn.Close()
+	}
+}
