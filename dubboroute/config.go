@@ -491,8 +491,11 @@ func (rt *Route) Validate(at config.At, ctx config.RouteContext) {
 			at.Field("params").Errorf("an IDL route's request message is the JSON body: remove params")
 		case dr.Protocol != ProtocolTriple:
 			at.Field("protocol").Errorf("IDL methods are called over Triple: protocol tri (or leave it out)")
-		case dr.IDL.DescriptorSet == "":
-			iat.Field("descriptor_set").Errorf("required: a FileDescriptorSet file (protoc --include_imports --descriptor_set_out)")
+		case dr.IDL.DescriptorSet == "" && !dr.IDL.Reflection:
+			iat.Field("descriptor_set").Errorf("required: a FileDescriptorSet file (protoc --include_imports --descriptor_set_out), or reflection: true")
+		case dr.IDL.DescriptorSet != "" && dr.IDL.Reflection:
+			iat.Errorf("set one of descriptor_set and reflection")
+		case dr.IDL.Reflection:
 		default:
 			if _, err := idl.Load(dr.IDL.DescriptorSet, dr.Interface, dr.Method); err != nil {
 				iat.Field("descriptor_set").Err(err)

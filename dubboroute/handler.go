@@ -112,8 +112,10 @@ type Handler struct {
 	// A pass-through route:
 	passthrough *passthrough
 
-	// An IDL route (protobuf over Triple):
-	idl *idl.Method
+	// An IDL route (protobuf over Triple): its method, from a descriptor
+	// set, or reflected from its providers.
+	idl       *idl.Method
+	reflected *reflectedMethod
 }
 
 // New compiles a route's Dubbo section. Release the handler with Close.
@@ -174,7 +176,9 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 		h.passthrough = newPassthrough(cfg.Passthrough, refs)
 		return h, nil
 	}
-	if cfg.IDL != nil {
+	if cfg.IDL != nil && cfg.IDL.Reflection {
+		h.reflected = new(reflectedMethod)
+	} else if cfg.IDL != nil {
 		if h.idl, err = idl.Load(cfg.IDL.DescriptorSet, cfg.Interface, cfg.Method); err != nil {
 			h.cluster.Close()
 			return nil, fmt.Errorf("idl.descriptor_set: %w", err)
@@ -211,7 +215,20 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 // serveIDL calls the route's IDL method with the request's JSON body as
 // its request message.
 func (h *Handler) serveIDL(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte) {
-	payload, err := h.idl.Encode(body)
+	m := h.idl
+	if h.reflected != nil {
+		var err error
+		providers := h.protocols(waitProviders(ctx, h.dir))
+		if m, err = h.reflected.method(ctx, h.triple, providers, h.cfg.Interface, h.cfg.Method); err != nil {
+			if len(providers) == 0 {
+				exchange.Fail(w, r, exchange.CodeNoProvider, noProvider(h.dir))
+				return
+			}
+			exchange.Fail(w, r, exchange.CodeBadGateway, h.detail(r, err, "the descriptors of "+h.serviceName()+" could not be read through its provider's gRPC reflection"))
+			return
+		}
+	}
+	payload, err := m.Encode(body)
 	if err != nil {
 		var re *idl.RequestError
 		if errors.As(err, &re) {
@@ -222,7 +239,7 @@ func (h *Handler) serveIDL(ctx context.Context, w http.ResponseWriter, r *http.R
 	}
 	inv := &dubbo.Invocation{
 		Interface: h.cfg.Interface, Version: h.cfg.Version, Group: h.cfg.Group, Method: h.cfg.Method,
-		Args: []any{payload}, Attachments: h.attachments(r),
+		Args: []any{payload, m}, Attachments: h.attachments(r),
 	}
 	h.call(ctx, w, r, h.dir, inv, "")
 }
@@ -249,9 +266,9 @@ func (h *Handler) noProviderOfProtocol(dir *registry.Directory) string {
 
 // invoke calls inv on p with the client of p's protocol.
 func (h *Handler) invoke(ctx context.Context, p *cluster.Provider, inv *dubbo.Invocation) (*dubbo.Result, error) {
-	if h.idl != nil {
-		// The request message, encoded, is the invocation's one argument;
-		// the answer's bytes are the result's value.
+	if h.idl != nil || h.reflected != nil {
+		// The request message, encoded, is the invocation's first argument
+		// (the method its second); the answer's bytes are the result's value.
 		b, err := h.triple.InvokeProto(ctx, dubbo.Target{Addr: p.Addr, TLS: p.TLS}, inv, inv.Args[0].([]byte))
 		if err != nil {
 			return nil, err
@@ -297,7 +314,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.servePassthrough(ctx, w, r, body)
 		return
 	}
-	if h.idl != nil {
+	if h.idl != nil || h.reflected != nil {
 		h.serveIDL(ctx, w, r, body)
 		return
 	}
@@ -372,9 +389,9 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		v = result.Value
 	}
 	var out []byte
-	if h.idl != nil {
+	if h.idl != nil || h.reflected != nil {
 		msg, _ := v.([]byte)
-		out, err = h.idl.Decode(msg)
+		out, err = inv.Args[1].(*idl.Method).Decode(msg)
 		if err != nil {
 			exchange.Fail(w, r, exchange.CodeBadGateway, h.detail(r, err, "the provider's answer is not the method's response message"))
 			return

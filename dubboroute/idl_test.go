@@ -19,12 +19,14 @@ func TestIDLRouteConfig(t *testing.T) {
 	route := func(extra string) string {
 		return dubboRoute(`{methods: [POST], path: /p}`, "      registry: local\n      interface: p.S\n      method: Get\n"+extra)
 	}
+	configtest.Parse(t, route("      idl: {reflection: true}\n")) // read from the providers, at the first call
 	c := configtest.Parse(t, route("      idl: {descriptor_set: "+set+"}\n"))
 	if d, _ := dubboroute.RouteOf(c.Routes[0]); d.Protocol != dubboroute.ProtocolTriple || *d.Generic {
 		t.Errorf("an IDL route: protocol %q, generic %v; want tri, typed", d.Protocol, *d.Generic)
 	}
 	for _, tc := range []struct{ name, yaml, path, reason string }{
 		{"no file", route("      idl: {}\n"), "routes[0].dubbo.idl.descriptor_set", "required"},
+		{"both sources", route("      idl: {reflection: true, descriptor_set: " + set + "}\n"), "routes[0].dubbo.idl", "set one of descriptor_set and reflection"},
 		{"missing file", route("      idl: {descriptor_set: /nonexistent.pb}\n"), "routes[0].dubbo.idl.descriptor_set", "reading the descriptor set"},
 		{"not a descriptor set", route("      idl: {descriptor_set: " + junk + "}\n"), "routes[0].dubbo.idl.descriptor_set", "is not a FileDescriptorSet"},
 		{"unknown method", dubboRoute(`{path: /p}`, "      registry: local\n      interface: p.S\n      method: Put\n      idl: {descriptor_set: "+set+"}\n"),

@@ -5,6 +5,7 @@
 package idl
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 )
@@ -42,13 +44,19 @@ func loadMethod(path, service, method string) (protoreflect.MethodDescriptor, er
 	if err != nil {
 		return nil, fmt.Errorf("the descriptor set %s: %w (build it with --include_imports)", path, err)
 	}
+	return findMethod(files, path, service, method)
+}
+
+// findMethod finds service.method among files (read from source, for
+// errors).
+func findMethod(files *protoregistry.Files, source, service, method string) (protoreflect.MethodDescriptor, error) {
 	d, err := files.FindDescriptorByName(protoreflect.FullName(service))
 	if err != nil {
-		return nil, fmt.Errorf("the descriptor set %s has no service %s", path, service)
+		return nil, fmt.Errorf("%s has no service %s", source, service)
 	}
 	sd, ok := d.(protoreflect.ServiceDescriptor)
 	if !ok {
-		return nil, fmt.Errorf("%s is not a service in %s", service, path)
+		return nil, fmt.Errorf("%s is not a service in %s", service, source)
 	}
 	md := sd.Methods().ByName(protoreflect.Name(method))
 	if md == nil {
@@ -105,4 +113,74 @@ func (m *Method) Decode(b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("the answer is not a %s message: %w", m.md.Output().FullName(), err)
 	}
 	return protojson.Marshal(out)
+}
+
+// maxReflectedFiles bounds the files read through reflection for one
+// service (its file and the files it imports, transitively).
+const maxReflectedFiles = 64
+
+// Fetch asks a provider for encoded FileDescriptorProtos: the file
+// defining symbol, or (symbol empty) the file named filename.
+type Fetch func(ctx context.Context, symbol, filename string) ([][]byte, error)
+
+// LoadFromReflection finds service.method with descriptors read through
+// fetch (a provider's gRPC server reflection): the service's file, then
+// every file it imports that the answers did not already hold, at most
+// 64 files.
+func LoadFromReflection(ctx context.Context, fetch Fetch, service, method string) (*Method, error) {
+	files := map[string]*descriptorpb.FileDescriptorProto{}
+	var order []string
+	add := func(raw [][]byte) error {
+		for _, b := range raw {
+			fd := new(descriptorpb.FileDescriptorProto)
+			if err := proto.Unmarshal(b, fd); err != nil {
+				return fmt.Errorf("a file of the reflection answer: %w", err)
+			}
+			if _, ok := files[fd.GetName()]; !ok {
+				files[fd.GetName()] = fd
+				order = append(order, fd.GetName())
+			}
+		}
+		return nil
+	}
+	raw, err := fetch(ctx, service, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := add(raw); err != nil {
+		return nil, err
+	}
+	for i := 0; i < len(order); i++ {
+		for _, dep := range files[order[i]].GetDependency() {
+			if _, ok := files[dep]; ok {
+				continue
+			}
+			if len(files) >= maxReflectedFiles {
+				return nil, fmt.Errorf("service %s imports more than %d files", service, maxReflectedFiles)
+			}
+			raw, err := fetch(ctx, "", dep)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s, which %s imports: %w", dep, order[i], err)
+			}
+			if err := add(raw); err != nil {
+				return nil, err
+			}
+			if _, ok := files[dep]; !ok {
+				return nil, fmt.Errorf("the provider did not send %s, which %s imports", dep, order[i])
+			}
+		}
+	}
+	set := &descriptorpb.FileDescriptorSet{}
+	for _, name := range order {
+		set.File = append(set.File, files[name])
+	}
+	reg, err := protodesc.NewFiles(set)
+	if err != nil {
+		return nil, fmt.Errorf("the reflected descriptors of %s: %w", service, err)
+	}
+	md, err := findMethod(reg, "the provider's reflection", service, method)
+	if err != nil {
+		return nil, err
+	}
+	return &Method{md: md}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/dubbogw/dubbogw/internal/testcert"
@@ -421,5 +422,54 @@ routes:
 		}
 		b.Run("unary/conc=64/"+c.name, func(b *testing.B) { runConcurrently(b, 64, invoke) })
 		conn.Close()
+	}
+}
+
+// TestIDLRouteWithReflection calls grpc-go's TestService, registered as
+// an IDL Triple provider, through a route whose descriptors come from the
+// provider's gRPC server reflection (grpc-go's, v1): JSON in and out by
+// protobuf's JSON mapping. A provider without reflection, and a streaming
+// method, are a 502 saying why.
+func TestIDLRouteWithReflection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	testgrpc.RegisterTestServiceServer(s, grpcTestServer{})
+	reflection.Register(s)
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(s.Stop)
+	withReflection := ln.Addr().String()
+	without := startGRPCTestServer(t, nil, nil)
+	route := func(name, registry, method string) string {
+		return fmt.Sprintf(`  - name: %s
+    match: {methods: [POST], path: /%s}
+    dubbo: {registry: %s, interface: grpc.testing.TestService, method: %s, timeout: 3s, idl: {reflection: true}}
+`, name, name, registry, method)
+	}
+	gw := startGateway(t, fmt.Sprintf(`listen: "127.0.0.1:0"
+admin: {listen: "127.0.0.1:0"}
+access_log: {enabled: false}
+shutdown: {delay: 0s, drain_timeout: 5s}
+registries:
+  refl: {providers: {grpc.testing.TestService: ["tri://%s?serialization=protobuf"]}}
+  plain: {providers: {grpc.testing.TestService: ["tri://%s?serialization=protobuf"]}}
+routes:
+%s%s%s`, withReflection, without, route("unary", "refl", "UnaryCall"), route("stream", "refl", "StreamingOutputCall"),
+		route("norefl", "plain", "UnaryCall")))
+
+	for range 2 { // the second call uses the descriptors read by the first
+		wantJSON(`{"payload": {"body": "AAAA"}, "oauthScope": "3s"}`)(t, gw.do(t, "POST", "/unary", `{"responseSize": 3}`))
+	}
+	wantErrorPrefix(400, "BAD_REQUEST", "unary", "the body is not a grpc.testing.SimpleRequest message: ")(t,
+		gw.do(t, "POST", "/unary", `{"responseSise": 3}`))
+	a := gw.do(t, "POST", "/stream", `{}`)
+	if msg := checkError(t, a, 502, "BAD_GATEWAY", "stream"); !strings.Contains(msg, "could not be read through its provider's gRPC reflection") {
+		t.Errorf("a streaming method: %q", msg)
+	}
+	a = gw.do(t, "POST", "/norefl", `{}`)
+	if msg := checkError(t, a, 502, "BAD_GATEWAY", "norefl"); !strings.Contains(msg, "could not be read through its provider's gRPC reflection") {
+		t.Errorf("a provider without reflection: %q", msg)
 	}
 }
