@@ -83,7 +83,6 @@ func startGRPCTripleServer(t *testing.T, cfg *tls.Config) string {
 		resp = protowire.AppendString(resp, "java.lang.String")
 		return stream.SendMsg(&resp)
 	}
-	//lint:ignore SA1019 a raw codec for an unknown service is what this server is for
 	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(cfg)), grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(handler))
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
