@@ -103,7 +103,7 @@ type Client struct {
 	// swapped remembers procedures a provider serves under the other
 	// case of the method's first letter (dubbo-go's non-IDL services are
 	// exported under Go method names: GetUser for Java's getUser).
-	swapped  sync.Map // addr+path → swapped path
+	swapped  sync.Map // addr+path → struct{}
 	swapMemo atomic.Int64
 
 	inflight  atomic.Int64
@@ -222,26 +222,29 @@ func (c *Client) invoke(ctx context.Context, t dubbo.Target, inv *dubbo.Invocati
 		return nil, outcomeBadRequest, callError(t.Addr, inv, fmt.Errorf("encoding the arguments: %w", err))
 	}
 	secure := t.TLS || c.opts.TLSAll
-	path := "/" + inv.Interface + "/" + inv.Method
-	memoKey := t.Addr + path
-	if p, ok := c.swapped.Load(memoKey); ok {
-		path = p.(string)
+	orig := "/" + inv.Interface + "/" + inv.Method
+	swapped := "/" + inv.Interface + "/" + swapFirstCase(inv.Method)
+	memoKey := t.Addr + orig
+	path := orig
+	if _, ok := c.swapped.Load(memoKey); ok {
+		path = swapped
 	}
 	rb := c.buffers.Get().(*[]byte)
 	defer c.putBuffer(rb)
 	msg, o, err := c.roundTrip(ctx, t.Addr, secure, path, frame, inv, rb)
-	if isUnimplemented(err) {
-		alt := "/" + inv.Interface + "/" + swapFirstCase(inv.Method)
-		if path != alt {
-			msg2, o2, err2 := c.roundTrip(ctx, t.Addr, secure, alt, frame, inv, rb)
-			if !isUnimplemented(err2) {
-				if err2 == nil && c.swapMemo.Load() < maxSwapMemo {
-					if _, loaded := c.swapped.LoadOrStore(memoKey, alt); !loaded {
-						c.swapMemo.Add(1)
-					}
-				}
-				msg, o, err = msg2, o2, err2
+	if isUnimplemented(err) && swapped != orig {
+		// Try the other spelling; remember the one that works (a provider
+		// replaced at the same address may have changed it back).
+		alt := swapped
+		if path == swapped {
+			alt = orig
+		}
+		msg2, o2, err2 := c.roundTrip(ctx, t.Addr, secure, alt, frame, inv, rb)
+		if !isUnimplemented(err2) {
+			if err2 == nil {
+				c.rememberSpelling(memoKey, alt == swapped)
 			}
+			msg, o, err = msg2, o2, err2
 		}
 	}
 	if err != nil {
@@ -317,6 +320,23 @@ func (c *Client) begin(ctx context.Context, t dubbo.Target, inv *dubbo.Invocatio
 		return ctx, nil, outcomeOverloaded, callError(t.Addr, inv, dubbo.ErrOverloaded)
 	}
 	return ctx, func() { st.pending.Add(-1); cancel() }, outcomeOK, nil
+}
+
+// rememberSpelling records whether the method at memoKey (address and
+// path) is served under its swapped spelling; at most maxSwapMemo are
+// remembered.
+func (c *Client) rememberSpelling(memoKey string, swapped bool) {
+	if !swapped {
+		if _, ok := c.swapped.LoadAndDelete(memoKey); ok {
+			c.swapMemo.Add(-1)
+		}
+		return
+	}
+	if c.swapMemo.Load() < maxSwapMemo {
+		if _, loaded := c.swapped.LoadOrStore(memoKey, struct{}{}); !loaded {
+			c.swapMemo.Add(1)
+		}
+	}
 }
 
 func isUnimplemented(err error) bool {

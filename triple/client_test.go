@@ -258,9 +258,14 @@ func TestMethodCaseSwap(t *testing.T) {
 	// A dubbo-go provider serves GetUser for Java's getUser: the first
 	// call finds it on the second try, later calls at once.
 	var hits atomic.Int32
+	var javaNames atomic.Bool
 	addr := h2cServer(t, func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		if r.URL.Path != "/org.example.Svc/GetUser" {
+		want := "/org.example.Svc/GetUser"
+		if javaNames.Load() {
+			want = "/org.example.Svc/getUser"
+		}
+		if r.URL.Path != want {
 			http.NotFound(w, r)
 			return
 		}
@@ -274,6 +279,18 @@ func TestMethodCaseSwap(t *testing.T) {
 		}
 		if hits.Load() != want {
 			t.Fatalf("after call %d the provider saw %d requests, want %d", i, hits.Load(), want)
+		}
+	}
+	// The provider at the address is replaced by one serving the Java
+	// spelling: the remembered one fails once, the other is used and
+	// remembered from then on.
+	javaNames.Store(true)
+	for i, want := range []int32{6, 7} {
+		if res, err := call(t, c, addr, invocation("getUser", "1")); err != nil || res.Value != "u" {
+			t.Fatalf("call %d after the switch: %v, %v", i, res, err)
+		}
+		if hits.Load() != want {
+			t.Fatalf("after call %d after the switch the provider saw %d requests, want %d", i, hits.Load(), want)
 		}
 	}
 	// A method neither spelling serves is UNIMPLEMENTED.
