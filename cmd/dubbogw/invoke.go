@@ -212,13 +212,7 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "dubbogw invoke: rendering the result:", err)
 		return 1
 	}
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, out, "", "  ") != nil {
-		pretty.Reset()
-		pretty.Write(out)
-	}
-	pretty.WriteByte('\n')
-	_, _ = stdout.Write(pretty.Bytes())
+	printJSON(stdout, out)
 	return 0
 }
 
@@ -280,6 +274,13 @@ func invokeIDL(file, addr, regURL, service, method string, args []string, versio
 		fmt.Fprintln(stderr, "dubbogw invoke:", err)
 		return 1
 	}
+	printJSON(stdout, out)
+	return 0
+}
+
+// printJSON writes a result indented (as it is when it is not valid JSON)
+// and a newline.
+func printJSON(stdout io.Writer, out []byte) {
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, out, "", "  ") != nil {
 		pretty.Reset()
@@ -287,7 +288,6 @@ func invokeIDL(file, addr, regURL, service, method string, args []string, versio
 	}
 	pretty.WriteByte('\n')
 	_, _ = stdout.Write(pretty.Bytes())
-	return 0
 }
 
 // splitTypes splits on commas outside generic brackets.
