@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/hessian"
 )
@@ -359,5 +361,110 @@ func TestDecodeGRPCMessage(t *testing.T) {
 		if got := decodeGRPCMessage(in); got != want {
 			t.Errorf("decodeGRPCMessage(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestGracefulGoaway: a provider shutting down gracefully (GOAWAY, then
+// waiting for its streams) finishes the call in flight; the next call
+// finds nothing listening and fails at once as a connect error, and once
+// a provider listens again on the address, calls go to a new connection.
+func TestGracefulGoaway(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	started := make(chan struct{}, 1)
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/org.example.Svc/slow" {
+			started <- struct{}{}
+			time.Sleep(300 * time.Millisecond)
+		}
+		answer(w, "ok")
+	})
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: handler, Protocols: &p}
+	go srv.Serve(ln)
+	c := New(Options{})
+	defer c.Close(context.Background())
+	if _, err := call(t, c, addr, invocation("m")); err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan error, 1)
+	go func() {
+		res, err := call(t, c, addr, invocation("slow"))
+		if err == nil && res.Value != "ok" {
+			err = errors.New("wrong answer")
+		}
+		slow <- err
+	}()
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-slow; err != nil {
+		t.Fatalf("the call in flight during the GOAWAY: %v", err)
+	}
+	start := time.Now()
+	if _, err := call(t, c, addr, invocation("m")); !errors.Is(err, dubbo.ErrConnect) {
+		t.Fatalf("a call after the provider stopped: %v, want ErrConnect", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the refused call took %v", took)
+	}
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the address was taken meanwhile: %v", err)
+	}
+	srv2 := &http.Server{Handler: handler, Protocols: &p}
+	go srv2.Serve(ln2)
+	defer srv2.Close()
+	if res, err := call(t, c, addr, invocation("m")); err != nil || res.Value != "ok" {
+		t.Fatalf("a call to the provider back on the address: %v, %v", res, err)
+	}
+}
+
+// TestSilentProviderHeartbeat: a provider that completes the HTTP/2
+// handshake and then answers nothing, not even PINGs, is given up after
+// the heartbeat and its unanswered PING, long before the call's deadline.
+func TestSilentProviderHeartbeat(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				preface := make([]byte, len(http2.ClientPreface))
+				if _, err := io.ReadFull(nc, preface); err != nil {
+					return
+				}
+				fr := http2.NewFramer(nc, nc)
+				_ = fr.WriteSettings()
+				_ = fr.WriteSettingsAck()
+				_, _ = io.Copy(io.Discard, nc) // then silence
+			}()
+		}
+	}()
+	c := New(Options{Heartbeat: 200 * time.Millisecond})
+	defer c.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err = c.Invoke(ctx, dubbo.Target{Addr: ln.Addr().String()}, invocation("m"))
+	if !errors.Is(err, dubbo.ErrConnectionLost) {
+		t.Fatalf("got %v, want ErrConnectionLost", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("gave up after %v, with a 200ms heartbeat and a 10s deadline", took)
 	}
 }
