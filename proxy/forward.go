@@ -148,20 +148,13 @@ func (h *handler) countGRPC(path string, res *http.Response) {
 	if st == "" {
 		st = res.Header.Get("Grpc-Status")
 	}
-	code, err := strconv.Atoi(st)
 	label := "unknown"
-	if err == nil && code >= 0 && code <= 16 {
-		label = grpcStatusNames[code]
+	if code, err := strconv.Atoi(st); err == nil {
+		if name, ok := grpcwire.CodeName(code); ok {
+			label = name
+		}
 	}
 	h.u.metrics.grpcCalls.WithLabelValues(h.u.name, h.u.grpcMethods.label(path), label).Inc()
-}
-
-// grpcStatusNames are the names of the gRPC status codes.
-var grpcStatusNames = [...]string{
-	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-	"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-	"FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-	"INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
 }
 
 // prepareHeader edits the outgoing header hdr (the incoming request's,

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/dubbogw/dubbogw/internal/grpcwire"
 )
 
 // Code is a gRPC status code, as Triple providers answer with them
@@ -33,16 +35,12 @@ const (
 	BizError Code = 17
 )
 
-var codeNames = [...]string{
-	"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-	"NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-	"FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-	"INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED", "BIZ_ERROR",
-}
-
 func (c Code) String() string {
-	if int(c) < len(codeNames) {
-		return codeNames[c]
+	if c == BizError {
+		return "BIZ_ERROR"
+	}
+	if name, ok := grpcwire.CodeName(int(c)); ok {
+		return name
 	}
 	return "CODE(" + strconv.FormatUint(uint64(c), 10) + ")"
 }

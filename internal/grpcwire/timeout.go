@@ -1,5 +1,6 @@
 // Package grpcwire holds the pieces of gRPC's HTTP/2 wire format that more
-// than one package of the gateway reads or writes: the grpc-timeout header.
+// than one package of the gateway reads or writes: the grpc-timeout header
+// and the names of the status codes.
 package grpcwire
 
 import (

@@ -38,3 +38,16 @@ func TestParseTimeout(t *testing.T) {
 		}
 	}
 }
+
+func TestCodeName(t *testing.T) {
+	for c, want := range map[int]string{0: "OK", 4: "DEADLINE_EXCEEDED", 14: "UNAVAILABLE", 16: "UNAUTHENTICATED"} {
+		if got, ok := CodeName(c); !ok || got != want {
+			t.Errorf("CodeName(%d) = %q, %v", c, got, ok)
+		}
+	}
+	for _, c := range []int{-1, 17, 1000} {
+		if got, ok := CodeName(c); ok {
+			t.Errorf("CodeName(%d) = %q, accepted", c, got)
+		}
+	}
+}
