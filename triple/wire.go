@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // The wire of a non-IDL Triple call, as Java Dubbo 3 and dubbo-go 3
@@ -26,16 +28,11 @@ import (
 // both. Each message travels in a gRPC length-prefixed frame: a flag byte
 // (1: compressed) and a big-endian uint32 length.
 
-// Protobuf field numbers and wire types of the wrappers.
+// Protobuf field numbers of the wrappers.
 const (
 	fieldSerializeType = 1
 	fieldArgs          = 2 // data in the response
 	fieldArgTypes      = 3 // type in the response
-
-	wireVarint = 0
-	wireI64    = 1
-	wireLen    = 2
-	wireI32    = 5
 )
 
 // frameHeaderLen is the gRPC message prefix: flag byte and length.
@@ -47,43 +44,30 @@ const serializeHessian2 = "hessian2"
 // appendRequestFrame appends the gRPC frame of a TripleRequestWrapper with
 // the given hessian2 arguments and Java types to dst.
 func appendRequestFrame(dst []byte, args [][]byte, types []string) []byte {
-	n := fieldLen(fieldSerializeType, len(serializeHessian2))
+	n := protowire.SizeTag(fieldSerializeType) + protowire.SizeBytes(len(serializeHessian2))
 	for _, a := range args {
-		n += fieldLen(fieldArgs, len(a))
+		n += protowire.SizeTag(fieldArgs) + protowire.SizeBytes(len(a))
 	}
 	for _, t := range types {
-		n += fieldLen(fieldArgTypes, len(t))
+		n += protowire.SizeTag(fieldArgTypes) + protowire.SizeBytes(len(t))
 	}
 	dst = append(dst, 0)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(n))
-	dst = appendField(dst, fieldSerializeType, serializeHessian2)
+	dst = appendString(dst, fieldSerializeType, serializeHessian2)
 	for _, a := range args {
-		dst = appendField(dst, fieldArgs, a)
+		dst = protowire.AppendTag(dst, fieldArgs, protowire.BytesType)
+		dst = protowire.AppendBytes(dst, a)
 	}
 	for _, t := range types {
-		dst = appendField(dst, fieldArgTypes, t)
+		dst = appendString(dst, fieldArgTypes, t)
 	}
 	return dst
 }
 
-// fieldLen is the encoded size of a length-delimited field of n bytes.
-func fieldLen(field, n int) int {
-	return varintLen(uint64(field<<3|wireLen)) + varintLen(uint64(n)) + n
-}
-
-func appendField[T string | []byte](dst []byte, field int, v T) []byte {
-	dst = binary.AppendUvarint(dst, uint64(field<<3|wireLen))
-	dst = binary.AppendUvarint(dst, uint64(len(v)))
-	return append(dst, v...)
-}
-
-func varintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
+// appendString appends a string field.
+func appendString(dst []byte, field protowire.Number, v string) []byte {
+	dst = protowire.AppendTag(dst, field, protowire.BytesType)
+	return protowire.AppendString(dst, v)
 }
 
 // response is a decoded response wrapper. Its slices alias the message.
@@ -96,58 +80,53 @@ type response struct {
 
 var errMalformed = errors.New("malformed protobuf")
 
-// decodeResponse reads a TripleResponseWrapper (or dubbo-go's request
-// wrapper used as one). Unknown fields are skipped, as protobuf requires;
-// a second data entry is refused (a unary call has one result). It runs in
-// time linear in len(msg) and allocates only the two short strings.
-func decodeResponse(msg []byte) (response, error) {
-	var r response
+// bytesFields calls f with each length-delimited field of msg, in order,
+// and skips the others, as protobuf requires of unknown fields. It stops
+// at f's first error. Linear in len(msg); nothing is allocated.
+func bytesFields(msg []byte, f func(field protowire.Number, v []byte) error) error {
 	for len(msg) > 0 {
-		key, n := binary.Uvarint(msg)
-		if n <= 0 || key>>3 == 0 || key>>3 > 1<<29-1 {
-			return r, fmt.Errorf("%w: bad field key", errMalformed)
+		num, typ, n := protowire.ConsumeTag(msg)
+		if n < 0 {
+			return fmt.Errorf("%w: %v", errMalformed, protowire.ParseError(n))
 		}
 		msg = msg[n:]
-		field, wire := int(key>>3), int(key&7)
-		var v []byte
-		switch wire {
-		case wireVarint:
-			_, n := binary.Uvarint(msg)
-			if n <= 0 {
-				return r, fmt.Errorf("%w: bad varint in field %d", errMalformed, field)
+		if typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, msg); n < 0 {
+				return fmt.Errorf("%w: field %d: %v", errMalformed, num, protowire.ParseError(n))
 			}
 			msg = msg[n:]
 			continue
-		case wireI64, wireI32:
-			size := 8
-			if wire == wireI32 {
-				size = 4
-			}
-			if len(msg) < size {
-				return r, fmt.Errorf("%w: field %d truncated", errMalformed, field)
-			}
-			msg = msg[size:]
-			continue
-		case wireLen:
-			l, n := binary.Uvarint(msg)
-			if n <= 0 || l > uint64(len(msg)-n) {
-				return r, fmt.Errorf("%w: field %d: length beyond the message", errMalformed, field)
-			}
-			v, msg = msg[n:n+int(l)], msg[n+int(l):]
-		default:
-			return r, fmt.Errorf("%w: field %d has wire type %d", errMalformed, field, wire)
 		}
+		v, n := protowire.ConsumeBytes(msg)
+		if n < 0 {
+			return fmt.Errorf("%w: field %d: %v", errMalformed, num, protowire.ParseError(n))
+		}
+		msg = msg[n:]
+		if err := f(num, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeResponse reads a TripleResponseWrapper (or dubbo-go's request
+// wrapper used as one). A second data entry is refused (a unary call has
+// one result).
+func decodeResponse(msg []byte) (response, error) {
+	var r response
+	err := bytesFields(msg, func(field protowire.Number, v []byte) error {
 		switch field {
 		case fieldSerializeType:
 			r.serializeType = string(v)
 		case fieldArgs:
 			if r.hasData {
-				return r, fmt.Errorf("%w: more than one result", errMalformed)
+				return fmt.Errorf("%w: more than one result", errMalformed)
 			}
 			r.data, r.hasData = v, true
 		case fieldArgTypes:
 			r.typ = string(v)
 		}
-	}
-	return r, nil
+		return nil
+	})
+	return r, err
 }
