@@ -183,7 +183,6 @@ func New(opts Options) (*Gateway, error) {
 		Heartbeat:   dc.Heartbeat.D(),
 		MaxPayload:  int(dc.MaxPayload),
 		MaxPending:  dc.MaxPending,
-		Logger:      g.log,
 		Registerer:  g.registry,
 	})
 	g.deps = deps{log: g.log, metrics: g.metrics, upstream: proxy.NewMetrics(g.registry), dubbo: g.dubbo, triple: g.triple,

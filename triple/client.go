@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbogw/dubbogw/dubbo"
+	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/internal/grpcwire"
 )
@@ -55,8 +55,6 @@ type Options struct {
 	// TLSAll calls every provider over TLS; otherwise those whose Target
 	// says so.
 	TLSAll bool
-	// Logger receives connection events. Default: discard.
-	Logger *slog.Logger
 	// Registerer receives the dubbogw_triple_* metrics. Nil: not registered.
 	Registerer prometheus.Registerer
 }
@@ -69,7 +67,7 @@ func (o Options) withDefaults() Options {
 		o.Heartbeat = 60 * time.Second
 	}
 	if o.MaxPayload <= 0 {
-		o.MaxPayload = 8 << 20
+		o.MaxPayload = protocol.DefaultMaxPayload
 	}
 	if o.MaxPending <= 0 {
 		o.MaxPending = 10000
@@ -80,11 +78,11 @@ func (o Options) withDefaults() Options {
 	if o.MaxHeaderBytes <= 0 {
 		o.MaxHeaderBytes = 64 << 10
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
 	return o
 }
+
+// idleConnTimeout closes connections that carried no call for this long.
+const idleConnTimeout = 90 * time.Second
 
 // maxSwapMemo bounds the remembered method-name spellings (see Invoke).
 const maxSwapMemo = 4096
@@ -93,7 +91,6 @@ const maxSwapMemo = 4096
 // one per process and Close it on shutdown.
 type Client struct {
 	opts    Options
-	log     *slog.Logger
 	plain   *http.Transport // h2c, prior knowledge
 	secure  *http.Transport // HTTP/2 over TLS
 	metrics *metrics
@@ -126,7 +123,6 @@ func New(opts Options) *Client {
 	o := opts.withDefaults()
 	c := &Client{
 		opts:    o,
-		log:     o.Logger,
 		metrics: newMetrics(o.Registerer),
 		drained: make(chan struct{}),
 	}
@@ -147,6 +143,10 @@ func (c *Client) newTransport(secure bool) *http.Transport {
 		TLSHandshakeTimeout:    o.DialTimeout,
 		MaxResponseHeaderBytes: int64(o.MaxHeaderBytes),
 		DisableCompression:     true,
+		// A connection without streams this long is closed: the transport
+		// cannot close one address's connections, so those of a provider
+		// gone from the registry end this way.
+		IdleConnTimeout: idleConnTimeout,
 		HTTP2: &http.HTTP2Config{
 			SendPingTimeout: o.Heartbeat,
 			PingTimeout:     min(o.Heartbeat, 15*time.Second),
@@ -383,7 +383,8 @@ func (c *Client) roundTrip(ctx context.Context, addr string, secure bool, path s
 	req = req.WithContext(ctx)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
-		return nil, c.transportOutcome(ctx, err), callError(addr, inv, c.transportError(ctx, err))
+		err = c.transportError(ctx, err)
+		return nil, outcomeOf(err), callError(addr, inv, err)
 	}
 	defer resp.Body.Close()
 	return c.readResponse(ctx, addr, inv, resp, bp)
@@ -416,7 +417,8 @@ func (c *Client) readResponse(ctx context.Context, addr string, inv *dubbo.Invoc
 	switch _, err := io.ReadFull(resp.Body, hdr[:]); {
 	case err == io.EOF:
 	case err != nil:
-		return nil, c.bodyOutcome(ctx, err), callError(addr, inv, c.bodyError(ctx, err))
+		err = c.bodyError(ctx, err)
+		return nil, outcomeOf(err), callError(addr, inv, err)
 	default:
 		if hdr[0] != 0 {
 			return nil, outcomeDecodeError, callError(addr, inv, errors.New("the provider sent a compressed message (none was accepted)"))
@@ -430,14 +432,16 @@ func (c *Client) readResponse(ctx context.Context, addr string, inv *dubbo.Invoc
 		}
 		msg = (*bp)[:n]
 		if _, err := io.ReadFull(resp.Body, msg); err != nil {
-			return nil, c.bodyOutcome(ctx, err), callError(addr, inv, c.bodyError(ctx, fmt.Errorf("reading the response message: %w", noEOF(err))))
+			err = c.bodyError(ctx, fmt.Errorf("reading the response message: %w", noEOF(err)))
+			return nil, outcomeOf(err), callError(addr, inv, err)
 		}
 		hasMsg = true
 		var one [1]byte
 		if n, err := io.ReadFull(resp.Body, one[:]); n > 0 {
 			return nil, outcomeDecodeError, callError(addr, inv, errors.New("the provider sent more than one message for a unary call"))
 		} else if err != io.EOF {
-			return nil, c.bodyOutcome(ctx, err), callError(addr, inv, c.bodyError(ctx, err))
+			err = c.bodyError(ctx, err)
+			return nil, outcomeOf(err), callError(addr, inv, err)
 		}
 	}
 	st := resp.Trailer.Get("Grpc-Status")
@@ -527,11 +531,14 @@ func (c *Client) encodeRequest(dst []byte, inv *dubbo.Invocation) ([]byte, error
 		// WriteArgs writes every argument into one stream, where a later
 		// argument may refer to an earlier one's class definition: decode
 		// the stream and encode each value on its own.
-		e.Reset(nil)
-		if err := inv.WriteArgs(e); err != nil {
+		tp := c.buffers.Get().(*[]byte)
+		e.Reset((*tp)[:0])
+		err := inv.WriteArgs(e)
+		stream := e.Bytes()
+		defer func() { *tp = stream; c.putBuffer(tp) }()
+		if err != nil {
 			return dst, err
 		}
-		stream := e.Bytes()
 		if len(stream) > c.opts.MaxPayload {
 			return dst, dubbo.ErrPayloadTooLarge
 		}
@@ -600,8 +607,8 @@ func (c *Client) Addrs() []string {
 }
 
 // Forget drops what the Client keeps for addr (its pending count and
-// remembered method spellings) and closes idle connections. A registry
-// that saw the provider go away calls it.
+// remembered method spellings); its connections close once idle for 90s.
+// A registry that saw the provider go away calls it.
 func (c *Client) Forget(addr string) {
 	c.addrs.Delete(addr)
 	c.swapped.Range(func(k, _ any) bool {
@@ -611,13 +618,12 @@ func (c *Client) Forget(addr string) {
 		}
 		return true
 	})
-	c.plain.CloseIdleConnections()
-	c.secure.CloseIdleConnections()
 }
 
 // Close stops the Client: new calls fail with dubbo.ErrClosed at once,
-// calls in flight finish until ctx ends, then every connection is closed
-// (calls still in flight fail). The error is ctx's when calls were cut.
+// Close waits for the calls in flight until ctx ends, then closes the idle
+// connections (calls still in flight end at their own deadlines). The
+// error is ctx's when calls were still in flight.
 func (c *Client) Close(ctx context.Context) error {
 	c.closed.Store(true)
 	if c.inflight.Load() == 0 {
@@ -677,19 +683,11 @@ func (c *Client) transportError(ctx context.Context, err error) error {
 	return fmt.Errorf("%v: %w", err, dubbo.ErrConnectionLost)
 }
 
-func (c *Client) transportOutcome(ctx context.Context, err error) outcome {
-	return outcomeOf(c.transportError(ctx, err))
-}
-
 func (c *Client) bodyError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("reading the response: %w", ctx.Err())
 	}
 	return fmt.Errorf("reading the response: %v: %w", err, dubbo.ErrConnectionLost)
-}
-
-func (c *Client) bodyOutcome(ctx context.Context, err error) outcome {
-	return outcomeOf(c.bodyError(ctx, err))
 }
 
 func callError(addr string, inv *dubbo.Invocation, err error) error {

@@ -175,7 +175,7 @@ func cmdInvoke(args []string, stdout, stderr io.Writer) int {
 	}
 	call := client.InvokeTarget
 	if overTriple {
-		tc := triple.New(triple.Options{Logger: opts.Logger, Timeout: *timeout, TLS: opts.TLS, TLSAll: opts.TLSAll})
+		tc := triple.New(triple.Options{Timeout: *timeout, TLS: opts.TLS, TLSAll: opts.TLSAll})
 		defer func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
@@ -237,7 +237,7 @@ func invokeIDL(file, addr, regURL, service, method string, args []string, versio
 		fmt.Fprintln(stderr, "dubbogw invoke:", err)
 		return 2
 	}
-	opts := triple.Options{Logger: slog.New(slog.DiscardHandler), Timeout: timeout, TLSAll: tlsc.Enabled}
+	opts := triple.Options{Timeout: timeout, TLSAll: tlsc.Enabled}
 	if tlsc.Set() {
 		if opts.TLS, err = tlsc.Build(); err != nil {
 			fmt.Fprintln(stderr, "dubbogw invoke: --tls:", err)
@@ -248,7 +248,7 @@ func invokeIDL(file, addr, regURL, service, method string, args []string, versio
 	defer cancel()
 	to := dubbo.Target{Addr: addr}
 	if regURL != "" {
-		dc := dubbo.New(dubbo.Options{Logger: opts.Logger, Timeout: timeout})
+		dc := dubbo.New(dubbo.Options{Logger: slog.New(slog.DiscardHandler), Timeout: timeout})
 		defer func() { _ = dc.Close(context.Background()) }()
 		found, err := lookupProvider(ctx, regURL, registry.ServiceKey{Interface: service, Version: version, Group: group}, "tri", dc)
 		if err != nil {
