@@ -177,7 +177,7 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 		return h, nil
 	}
 	if cfg.IDL != nil && cfg.IDL.Reflection {
-		h.reflected = new(reflectedMethod)
+		h.reflected = newReflectedMethod()
 	} else if cfg.IDL != nil {
 		if h.idl, err = idl.Load(cfg.IDL.DescriptorSet, cfg.Interface, cfg.Method); err != nil {
 			h.cluster.Close()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 
 	"github.com/dubbogw/dubbogw/cluster"
@@ -32,8 +31,14 @@ type IDL struct {
 // reflectedMethod keeps an IDL route's method as read through its
 // providers' reflection, with the provider snapshot it was read under.
 type reflectedMethod struct {
-	mu   sync.Mutex // one read at a time
-	last atomic.Pointer[reflected]
+	reading chan struct{} // holds one token: one read at a time
+	last    atomic.Pointer[reflected]
+}
+
+func newReflectedMethod() *reflectedMethod {
+	rm := &reflectedMethod{reading: make(chan struct{}, 1)}
+	rm.reading <- struct{}{}
+	return rm
 }
 
 type reflected struct {
@@ -51,8 +56,13 @@ func (rm *reflectedMethod) method(ctx context.Context, client *triple.Client, sn
 	if r := rm.last.Load(); same(r) || r != nil && len(snapshot) == 0 {
 		return r.m, nil
 	}
-	rm.mu.Lock()
-	defer rm.mu.Unlock()
+	// Wait for another call's read within this call's own deadline.
+	select {
+	case <-rm.reading:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the descriptors of %s: %w", service, ctx.Err())
+	}
+	defer func() { rm.reading <- struct{}{} }()
 	r := rm.last.Load()
 	if same(r) {
 		return r.m, nil

@@ -45,7 +45,8 @@ var hopHeaders = [...]string{
 // target is sent what is left of it.
 func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 	timeout := h.timeout
-	grpcTimeout, hasGRPCTimeout := grpcwire.ParseTimeout(r.Header.Get("Grpc-Timeout"))
+	rawGRPCTimeout := r.Header.Get("Grpc-Timeout")
+	grpcTimeout, hasGRPCTimeout := grpcwire.ParseTimeout(rawGRPCTimeout)
 	if hasGRPCTimeout && grpcTimeout < timeout {
 		timeout = grpcTimeout
 	}
@@ -68,7 +69,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Close = false
 	h.u.prepareHeader(r, out.Header)
-	if deadline, ok := ctx.Deadline(); ok && (hasGRPCTimeout || out.Header.Get("Grpc-Timeout") != "") {
+	if deadline, ok := ctx.Deadline(); ok && rawGRPCTimeout != "" {
 		// What is left of the deadline (a malformed value is replaced).
 		out.Header["Grpc-Timeout"] = []string{grpcwire.FormatTimeout(time.Until(deadline))}
 	}
