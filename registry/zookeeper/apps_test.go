@@ -507,10 +507,11 @@ func TestZooKeeperAppsAutoMerge(t *testing.T) {
 		ds[0].Providers[1].Source != registry.SourceInterface || ds[0].Providers[2].Source != registry.SourceApplication || ds[0].Discovery != registry.SourceBoth {
 		t.Errorf("admin view %+v", ds)
 	}
+	// the two listings of the catalog (auto discovery reads them first),
 	// providers, configurators, mapping, the application, 2 instances; one
 	// fetch of the revision's node, for both instances.
-	waitStatus(t, r, "6 watches, 1 application, 2 instances, 1 fetch", func(st registry.Status) bool {
-		return st.Watches == 6 && st.Applications == 1 && st.Instances == 2 && st.MetadataFetches == 1
+	waitStatus(t, r, "8 watches, 1 application, 2 instances, 1 fetch", func(st registry.Status) bool {
+		return st.Watches == 8 && st.Applications == 1 && st.Instances == 2 && st.MetadataFetches == 1
 	})
 
 	// Overrides of the interface level apply to application-level providers.

@@ -9,9 +9,19 @@ import "github.com/dubbogw/dubbogw/registry"
 // interface. The generic pass-through asks it before subscribing, so a
 // name nobody registered is answered from memory and costs no watch.
 //
-// The catalog is read only once somebody asks (the first Lookup), and kept
-// for the registry's life: a gateway without pass-through traffic for
-// unknown keys never sets these two watches.
+// With one discovery level the catalog is read only once somebody asks
+// (the first Lookup), and kept for the registry's life: a gateway without
+// pass-through traffic for unknown keys never sets these two watches.
+//
+// With both levels (auto), it is read at start, and it also gates the
+// subscriptions' reads: an interface's nodes of one level (providers and
+// configurators, or its mapping) are read and watched only once that
+// level's listing names it. Most registries register an interface at one
+// level, so without the gate every subscription would cost an existence
+// check and a watch at the other: 10,000 of the 20,500 reads and watches
+// of a gateway with 5,000 routes on an application-level registry. A
+// listing that cannot be read (a failure other than the connection's)
+// turns the gate off: every level's nodes are then read, as without it.
 
 // zkCatalog is one published state of the catalog; Lookup reads it
 // without a lock. It is replaced, never changed.
@@ -68,6 +78,9 @@ type catalogState struct {
 	// published is what was published last: known, and whether the
 	// registry was unreachable then.
 	published struct{ known, unreachable bool }
+	// gate says the listings gate the subscriptions' reads (both levels);
+	// off, that a listing could not be read, so they no longer do.
+	gate, off bool
 }
 
 // newCatalogState starts watching the listings, once the catalog is
@@ -83,11 +96,19 @@ func newCatalogState(z *Registry, ws *watches) *catalogState {
 	return c
 }
 
-// take takes a listing of the registry root or of the mapping node.
-func (c *catalogState) take(pw *pathWatch, children []string) {
+// take takes a listing of the registry root or of the mapping node, and
+// returns the names it lists that the one before did not.
+func (c *catalogState) take(pw *pathWatch, children []string) (added []string) {
+	prev := c.mapped
+	if pw == c.root {
+		prev = c.ifaces
+	}
 	names := make(map[string]struct{}, len(children))
 	for _, child := range children {
 		names[child] = struct{}{}
+		if _, ok := prev[child]; !ok {
+			added = append(added, child)
+		}
 	}
 	if pw == c.root {
 		c.ifaces = names
@@ -95,7 +116,27 @@ func (c *catalogState) take(pw *pathWatch, children []string) {
 		c.mapped = names
 	}
 	c.changed = true
+	return added
 }
+
+// gating reports whether the listings gate the subscriptions' reads.
+func (c *catalogState) gating() bool { return c != nil && c.gate && !c.off }
+
+// lists reports whether the listing of kind (nodeRoot: interface level,
+// nodeMappingRoot: application level) names iface, as last read.
+func (c *catalogState) lists(kind int, iface string) bool {
+	listing := c.mapped
+	if kind == nodeRoot {
+		listing = c.ifaces
+	}
+	_, ok := listing[iface]
+	return ok
+}
+
+// answered reports whether both listings were read on the current
+// session: until then an interface the last listings did not name may
+// still be registered.
+func (c *catalogState) answered() bool { return c.root.read && c.mapping.read }
 
 // publish publishes the catalog when a listing changed, or when it
 // became known or unknown (a connection lost, the registry found

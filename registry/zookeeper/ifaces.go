@@ -19,10 +19,14 @@ type ifaceState struct {
 	// paths are the nodes read for the interface: providers and
 	// configurators (interface-level discovery), mapping (application
 	// level), as the registry's discovery mode says.
-	paths     []*pathWatch
-	mapping   *pathWatch // nil without application-level discovery
-	failed    bool       // the last read of one of paths failed: directories are stale
-	published bool       // directories were set once: later changes publish at once
+	paths   []*pathWatch
+	mapping *pathWatch // nil without application-level discovery (or until the catalog gate lets it in)
+	// levels says which discovery levels' nodes are in paths; with both
+	// levels, a level's nodes are added once the catalog lists the
+	// interface there (catalog.go).
+	ifaceLevel, appLevel bool
+	failed               bool // the last read of one of paths failed: directories are stale
+	published            bool // directories were set once: later changes publish at once
 	// hasProviders is true once a listing found the providers node: only
 	// then are consumer nodes registered under the interface.
 	hasProviders bool
@@ -128,6 +132,12 @@ type ifaces struct {
 	touched set[*ifaceState]
 	rescan  bool
 	keys    nodeKeys // of provider children's names
+	// catalog gates which levels' nodes are read, with both levels (nil
+	// with one: every interface's nodes are read).
+	catalog *catalogState
+	// bare are the interfaces the gate left without a node to read: no
+	// read of their own has them published, each listing read does.
+	bare set[*ifaceState]
 }
 
 func newIfaces(z *Registry, s *session, ws *watches, a *apps, cs *consumers) *ifaces {
@@ -191,20 +201,76 @@ func (i *ifaces) reconcile(name string, want dirSet) {
 	}
 }
 
-// add starts watching interface name's nodes.
+// add starts watching interface name's nodes: those of every level, or
+// with the catalog gate, of the levels whose listing names it.
 func (i *ifaces) add(name string) *ifaceState {
 	s := &ifaceState{name: name} // relist makes the maps of nodes
-	if i.z.interfaceLevel() {
-		s.paths = append(s.paths,
-			i.watches.watch(i.z.root+"/"+name+"/providers", nodeProviders, name, ""),
-			i.watches.watch(i.z.root+"/"+name+"/configurators", nodeConfigurators, name, ""))
-	}
-	if i.z.applicationLevel() {
-		s.mapping = i.watches.watch(i.z.root+"/mapping/"+name, nodeMapping, name, "")
-		s.paths = append(s.paths, s.mapping)
-	}
 	i.byName[name] = s
+	gate := i.catalog.gating()
+	if i.z.interfaceLevel() && (!gate || i.catalog.lists(nodeRoot, name)) {
+		i.addInterfaceLevel(s)
+	}
+	if i.z.applicationLevel() && (!gate || i.catalog.lists(nodeMappingRoot, name)) {
+		i.addApplicationLevel(s)
+	}
+	if len(s.paths) == 0 {
+		i.bare.add(s)
+	}
 	return s
+}
+
+// addInterfaceLevel starts watching s's providers and configurators nodes.
+func (i *ifaces) addInterfaceLevel(s *ifaceState) {
+	s.ifaceLevel = true
+	i.bare.remove(s)
+	s.paths = append(s.paths,
+		i.watches.watch(i.z.root+"/"+s.name+"/providers", nodeProviders, s.name, ""),
+		i.watches.watch(i.z.root+"/"+s.name+"/configurators", nodeConfigurators, s.name, ""))
+}
+
+// addApplicationLevel starts watching s's mapping node.
+func (i *ifaces) addApplicationLevel(s *ifaceState) {
+	s.appLevel = true
+	i.bare.remove(s)
+	s.mapping = i.watches.watch(i.z.root+"/mapping/"+s.name, nodeMapping, s.name, "")
+	s.paths = append(s.paths, s.mapping)
+}
+
+// listed takes the names a catalog listing of kind (nodeRoot or
+// nodeMappingRoot) added: the interfaces among them start watching
+// that level's nodes. Every interface waiting is looked at again, since
+// the listing may have settled those it does not name, and the bare ones
+// are published again (after a reconnection, a listing read is what
+// brings their directories back from stale).
+func (i *ifaces) listed(kind int, names []string) {
+	for _, name := range names {
+		s := i.byName[name]
+		switch {
+		case s == nil:
+		case kind == nodeRoot && !s.ifaceLevel:
+			i.addInterfaceLevel(s)
+		case kind == nodeMappingRoot && !s.appLevel:
+			i.addApplicationLevel(s)
+		}
+	}
+	for s := range i.bare.all() {
+		i.dirty.add(s)
+	}
+	i.rescan = true
+}
+
+// ungate has every interface watch the nodes of every level: the
+// catalog could not be read.
+func (i *ifaces) ungate() {
+	for _, s := range i.byName {
+		if i.z.interfaceLevel() && !s.ifaceLevel {
+			i.addInterfaceLevel(s)
+		}
+		if i.z.applicationLevel() && !s.appLevel {
+			i.addApplicationLevel(s)
+		}
+	}
+	i.rescan = true
 }
 
 // drop stops watching a released interface.
@@ -215,6 +281,7 @@ func (i *ifaces) drop(s *ifaceState) {
 	i.setApps(s, nil)
 	i.dirty.remove(s)
 	i.touched.remove(s)
+	i.bare.remove(s)
 	delete(i.byName, s.name)
 }
 
@@ -376,12 +443,16 @@ func (i *ifaces) publishDirty() {
 	i.rescan = false
 }
 
-// settled reports whether s can be published: every node of its own has
-// been read since the session was (re)established and, before its first
+// settled reports whether s can be published: with the catalog gate, the
+// listings were read, unless s watches both levels already; every node of
+// its own has been read since the session was (re)established and, before its first
 // publication, its applications are settled (apps.settled) — so that a
 // gateway starting does not answer "no provider" for a service about to
 // be known. Later, a new instance is left out until its metadata is known.
 func (i *ifaces) settled(s *ifaceState) bool {
+	if i.catalog.gating() && !(s.ifaceLevel && s.appLevel) && !i.catalog.answered() {
+		return false // a level not watched may yet list it
+	}
 	for _, pw := range s.paths {
 		if !pw.read {
 			return false

@@ -69,7 +69,7 @@ type worker struct {
 	ifaces    *ifaces
 	apps      *apps
 	consumers *consumers
-	catalog   *catalogState // nil until the catalog is first wanted
+	catalog   *catalogState // with one discovery level, nil until the catalog is first wanted
 
 	results []opDone // results of started operations, taken by the next step
 
@@ -91,6 +91,13 @@ func newWorker(z *Registry, client *zkClient) *worker {
 	w.consumers = newConsumers(z, w.session)
 	w.apps = newApps(z, w.session, w.watches, func(iface string) { w.ifaces.markDirty(iface) }, w.wakeAt)
 	w.ifaces = newIfaces(z, w.session, w.watches, w.apps, w.consumers)
+	if z.interfaceLevel() && z.applicationLevel() {
+		// Both levels: the catalog gates the subscriptions' reads
+		// (catalog.go), so it is read from the start.
+		w.catalog = newCatalogState(z, w.watches)
+		w.catalog.gate = true
+		w.ifaces.catalog = w.catalog
+	}
 	return w
 }
 
@@ -228,6 +235,12 @@ func (w *worker) readFailed(r *round, pw *pathWatch, op *startedOp, err error) {
 	w.markFailed(pw)
 	if isConnectionError(err) {
 		w.holdUntil = retry
+	} else if (pw.kind == nodeRoot || pw.kind == nodeMappingRoot) && w.catalog.gating() {
+		// ZooKeeper refused the listing: the gate cannot be kept.
+		w.catalog.off = true
+		w.ifaces.ungate()
+		w.z.log.Warn("the registry's listing of interfaces cannot be read: every interface's nodes are read at both discovery levels",
+			"path", pw.path, "err", err)
 	}
 }
 
@@ -407,7 +420,10 @@ func (w *worker) take(pw *pathWatch, r opResult) {
 		w.ifaces.touchUsers(w.apps.usersOf(pw.owner))
 	case nodeRoot, nodeMappingRoot:
 		if w.catalog != nil {
-			w.catalog.take(pw, r.children)
+			added := w.catalog.take(pw, r.children)
+			if w.catalog.gating() {
+				w.ifaces.listed(pw.kind, added)
+			}
 		}
 	}
 }
