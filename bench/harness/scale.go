@@ -366,12 +366,13 @@ func startScaleGateway(o *scaleOptions, lay registryOptions, bin, dir string) (*
 
 // scaleGatewayYAML is the configuration of a scale run: the zookeeper
 // registry "zk" on the generated root, one Dubbo route per interface
-// (GET /s<i>/{id} calling get(String)), strict readiness, no access log.
+// (GET /s<i>/{id} calling get(String)), strict readiness, no access log,
+// pprof on the admin listener (to profile a run while it goes).
 func scaleGatewayYAML(lay registryOptions, zkAddr, discovery, listen, admin string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# written by bench/harness scale
 listen: %q
-admin: {listen: %q, readiness: strict}
+admin: {listen: %q, readiness: strict, pprof: true}
 log: {level: warn}
 access_log: {enabled: false}
 shutdown: {delay: 0s, idle_grace: 0s, drain_timeout: 2s}

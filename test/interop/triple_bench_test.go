@@ -13,6 +13,10 @@ import (
 	dgclient "dubbo.apache.org/dubbo-go/v3/client"
 	_ "dubbo.apache.org/dubbo-go/v3/protocol/triple"
 	dgo "github.com/apache/dubbo-go-hessian2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/hessian"
@@ -37,9 +41,11 @@ var registerBenchUser = sync.OnceFunc(func() { dgo.RegisterPOJO(&benchUser{}) })
 // dubbo-go's own Triple client (its new client API, hessian2, typed: the
 // way a Go consumer without IDL calls a Triple provider) and beside
 // dubbogw's dubbo client making the same typed call over the dubbo
-// protocol: 1 and 64 goroutines.
+// protocol: 1 and 64 goroutines. grpc-go's client sending the Triple
+// wrapper by hand (grpc-go-raw) shows what a client without net/http's
+// per-stream costs gets from the same provider.
 //
-// greet() is called by all three. getUser("7") only by dubbogw's two:
+// greet() is called by all four. getUser("7") only by dubbogw's two:
 // dubbo-go 3.3.0's own Triple client fails every call with arguments to
 // this provider ("unmarshal into []interface {}: request params len is 0,
 // but has 1 actually"), while dubbogw's calls succeed.
@@ -65,6 +71,19 @@ func BenchmarkTripleCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// grpc-go's client (one writer per connection batching every stream's
+	// frames) sending the Triple wrapper by hand: what a client with none
+	// of net/http's per-stream costs gets from this provider, the ceiling
+	// for ours.
+	gconn, err := grpc.NewClient(p.TriAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{})))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = gconn.Close() })
+	var greetWrapper []byte
+	greetWrapper = protowire.AppendTag(greetWrapper, 1, protowire.BytesType)
+	greetWrapper = protowire.AppendString(greetWrapper, "hessian2")
 	type client struct {
 		name   string
 		invoke func(ctx context.Context) (any, error)
@@ -101,6 +120,18 @@ func BenchmarkTripleCall(b *testing.B) {
 			var s string
 			err := conn.CallUnary(ctx, []any{}, &s, "Greet")
 			return s, err
+		}}, client{"grpc-go-raw", func(ctx context.Context) (any, error) {
+			ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, "tri-service-version", userVersion), 5*time.Second)
+			defer cancel()
+			req, resp := greetWrapper, []byte(nil)
+			if err := gconn.Invoke(ctx, "/"+userService+"/Greet", &req, &resp); err != nil {
+				return nil, err
+			}
+			vals, err := wrapperArgs(resp)
+			if err != nil || len(vals) != 1 {
+				return nil, fmt.Errorf("bad response wrapper (%d values): %v", len(vals), err)
+			}
+			return dgo.NewDecoder(vals[0]).Decode()
 		}}), func(v any) error {
 			if v != "hello from dubbo-go" {
 				return fmt.Errorf("got %#v", v)
