@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -391,7 +392,10 @@ routes:
 // BenchmarkGRPCProxy puts grpc-go's client calling grpc-go's server
 // directly beside the same calls through the gateway (h2c in, an http2
 // upstream out), in one run: unary calls with a 1 KiB answer, 64
-// goroutines on one client connection.
+// goroutines on one client connection. A third path, through a TCP
+// forwarder that copies bytes both ways and reads nothing (tcp-forward),
+// is the least any proxy can do: the ceiling of a proxy's throughput on
+// this machine.
 //
 //	go test -run '^$' -bench GRPCProxy -benchmem -count 5 .
 func BenchmarkGRPCProxy(b *testing.B) {
@@ -415,7 +419,8 @@ routes:
     match: {methods: [POST], prefix: /grpc.testing.TestService}
     upstream: grpc
 `, server))
-	for _, c := range []struct{ name, addr string }{{"direct", server}, {"gateway", gw.Addr()}} {
+	forward := startTCPForwarder(b, server)
+	for _, c := range []struct{ name, addr string }{{"direct", server}, {"tcp-forward", forward}, {"gateway", gw.Addr()}} {
 		conn, err := grpc.NewClient(c.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			b.Fatal(err)
@@ -490,4 +495,38 @@ routes:
 	if msg := checkError(t, a, 502, "BAD_GATEWAY", "norefl"); !strings.Contains(msg, "could not be read through its provider's gRPC reflection") {
 		t.Errorf("a provider without reflection: %q", msg)
 	}
+}
+
+// startTCPForwarder listens on loopback and copies each connection's
+// bytes to and from a new connection to target, both ways, until either
+// side closes: a proxy that reads nothing of what it forwards.
+func startTCPForwarder(tb testing.TB, target string) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	tb.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			pipe := func(dst, src net.Conn) {
+				_, _ = io.Copy(dst, src)
+				dst.Close()
+				src.Close()
+			}
+			wg.Go(func() { pipe(out, in) })
+			wg.Go(func() { pipe(in, out) })
+		}
+	})
+	return ln.Addr().String()
 }

@@ -27,6 +27,7 @@ type dubboGoProvider struct {
 	TriAddr string // with providerConfig.Tri: the Triple server's 127.0.0.1:port
 	logs    *syncBuffer
 	stop    func() // closes the provider's stdin and waits for it to exit
+	pid     int    // the provider process's
 }
 
 // providerConfig is what the provider is started with; zero fields take
@@ -148,6 +149,7 @@ func startDubboGoProvider(tb testing.TB, cfg providerConfig) *dubboGoProvider {
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("starting the dubbo-go provider: %v", err)
 	}
+	p.pid = cmd.Process.Pid
 	exited := make(chan struct{})
 	ready := make(chan string, 1)
 	go func() {
@@ -241,4 +243,24 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// processCPU is the user and system CPU time process pid has used
+// (/proc/<pid>/stat, in the kernel's clock ticks of 10 ms; "self" for
+// this one), for benchmarks that say where a call's CPU goes.
+func processCPU(tb testing.TB, pid string) time.Duration {
+	tb.Helper()
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		tb.Fatalf("reading the CPU time of process %s: %v", pid, err)
+	}
+	// Fields after the command name, which is in parentheses and may
+	// hold spaces: state is field 3, utime 14 and stime 15.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		tb.Fatalf("process %s: utime %q, stime %q", pid, fields[11], fields[12])
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
