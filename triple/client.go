@@ -26,6 +26,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/internal/grpcwire"
+	"github.com/dubbogw/dubbogw/internal/triplewire"
 )
 
 // Options configure a Client. Zero fields take the defaults given, which
@@ -411,7 +412,7 @@ func (c *Client) readResponse(ctx context.Context, addr string, inv *dubbo.Invoc
 	if ct := resp.Header.Get("Content-Type"); len(ct) < 16 || ct[:16] != "application/grpc" {
 		return nil, outcomeDecodeError, callError(addr, inv, fmt.Errorf("the provider answered with content type %q, not gRPC", ct))
 	}
-	var hdr [frameHeaderLen]byte
+	var hdr [triplewire.FrameHeaderLen]byte
 	var msg []byte
 	hasMsg := false
 	switch _, err := io.ReadFull(resp.Body, hdr[:]); {
@@ -459,19 +460,19 @@ func (c *Client) readResponse(ctx context.Context, addr string, inv *dubbo.Invoc
 // decodeResult reads a non-IDL answer: the response wrapper and the
 // hessian2 result in it.
 func (c *Client) decodeResult(addr string, inv *dubbo.Invocation, msg []byte) (*dubbo.Result, outcome, error) {
-	w, err := decodeResponse(msg)
+	w, err := triplewire.DecodeResponse(msg)
 	if err != nil {
 		return nil, outcomeDecodeError, callError(addr, inv, fmt.Errorf("decoding the response wrapper: %w", err))
 	}
-	switch w.serializeType {
+	switch w.SerializeType {
 	case "", "hessian2", "hessian4":
 	default:
-		return nil, outcomeDecodeError, callError(addr, inv, fmt.Errorf("the provider answered in serialization %q, not hessian2", w.serializeType))
+		return nil, outcomeDecodeError, callError(addr, inv, fmt.Errorf("the provider answered in serialization %q, not hessian2", w.SerializeType))
 	}
 	var v any
-	if w.hasData && len(w.data) > 0 {
+	if w.HasData && len(w.Data) > 0 {
 		d := c.decoders.Get().(*hessian.Decoder)
-		d.Reset(w.data)
+		d.Reset(w.Data)
 		v, err = d.Decode()
 		rest := d.Remaining()
 		d.Reset(nil)
@@ -499,7 +500,7 @@ func statusError(addr, status, message string) *StatusError {
 	if err != nil {
 		return &StatusError{Addr: addr, Code: Unknown, Message: fmt.Sprintf("malformed grpc-status %q", status)}
 	}
-	return &StatusError{Addr: addr, Code: Code(n), Message: decodeGRPCMessage(message)}
+	return &StatusError{Addr: addr, Code: Code(n), Message: grpcwire.DecodeMessage(message)}
 }
 
 // encodeRequest appends the request frame of inv to dst.
@@ -571,8 +572,8 @@ func (c *Client) encodeRequest(dst []byte, inv *dubbo.Invocation) ([]byte, error
 		args = append(args, scratch[from:end:end])
 		from = end
 	}
-	dst = appendRequestFrame(dst, args, inv.ParamTypes)
-	if len(dst)-frameHeaderLen > c.opts.MaxPayload {
+	dst = triplewire.AppendRequestFrame(dst, args, inv.ParamTypes)
+	if len(dst)-triplewire.FrameHeaderLen > c.opts.MaxPayload {
 		return dst, dubbo.ErrPayloadTooLarge
 	}
 	return dst, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/hessian"
+	"github.com/dubbogw/dubbogw/internal/triplewire"
 )
 
 // h2cServer serves handler over h2c on loopback, as a Triple provider
@@ -45,7 +46,7 @@ func answer(w http.ResponseWriter, value any) {
 	w.Header().Set("Content-Type", "application/grpc+proto")
 	w.Header().Set("Trailer", "Grpc-Status")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(appendRequestFrame(nil, [][]byte{e.Bytes()}, []string{"java.lang.String"}))
+	_, _ = w.Write(triplewire.AppendRequestFrame(nil, [][]byte{e.Bytes()}, []string{"java.lang.String"}))
 	w.Header().Set("Grpc-Status", "0")
 }
 
@@ -53,7 +54,7 @@ func answer(w http.ResponseWriter, value any) {
 // decoded, and its types.
 func readArgs(t *testing.T, r *http.Request) ([]any, []string) {
 	body, err := io.ReadAll(r.Body)
-	if err != nil || len(body) < frameHeaderLen || int(binary.BigEndian.Uint32(body[1:5])) != len(body)-5 {
+	if err != nil || len(body) < triplewire.FrameHeaderLen || int(binary.BigEndian.Uint32(body[1:5])) != len(body)-5 {
 		t.Errorf("bad request frame (%d bytes, %v)", len(body), err)
 		return nil, nil
 	}
@@ -67,17 +68,17 @@ func readArgs(t *testing.T, r *http.Request) ([]any, []string) {
 		v := msg[n : n+int(l)]
 		msg = msg[n+int(l):]
 		switch key >> 3 {
-		case fieldSerializeType:
+		case triplewire.FieldSerializeType:
 			if string(v) != "hessian2" {
 				t.Errorf("serialize type %q", v)
 			}
-		case fieldArgs:
+		case triplewire.FieldArgs:
 			a, err := hessian.NewDecoder(v).Decode()
 			if err != nil {
 				t.Errorf("argument %d: %v", len(args), err)
 			}
 			args = append(args, a)
-		case fieldArgTypes:
+		case triplewire.FieldArgTypes:
 			types = append(types, string(v))
 		}
 	}
@@ -225,7 +226,7 @@ func TestHostileAnswers(t *testing.T) {
 		{"bad hessian", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/grpc")
 			w.Header().Set("Trailer", "Grpc-Status")
-			_, _ = w.Write(appendRequestFrame(nil, [][]byte{{0x55, 0xff, 0xff}}, nil))
+			_, _ = w.Write(triplewire.AppendRequestFrame(nil, [][]byte{{0x55, 0xff, 0xff}}, nil))
 			w.Header().Set("Grpc-Status", "0")
 		}, func(err error) bool { return strings.Contains(err.Error(), "decoding the result") }},
 		{"trailers-only error", func(w http.ResponseWriter, r *http.Request) {
@@ -353,14 +354,6 @@ func TestRefusedBeforeSending(t *testing.T) {
 	wg.Wait()
 	if err := <-closed; err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestDecodeGRPCMessage(t *testing.T) {
-	for in, want := range map[string]string{"": "", "plain": "plain", "a%20b": "a b", "%E2%82%AC": "€", "bad%zz": "bad%zz", "end%2": "end%2"} {
-		if got := decodeGRPCMessage(in); got != want {
-			t.Errorf("decodeGRPCMessage(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

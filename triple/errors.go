@@ -102,28 +102,3 @@ func (e *StatusError) Business() bool {
 	}
 	return false
 }
-
-// decodeGRPCMessage undoes grpc-message's percent-encoding; a malformed
-// escape is kept as is, as gRPC says to.
-func decodeGRPCMessage(s string) string {
-	i := 0
-	for i < len(s) && s[i] != '%' {
-		i++
-	}
-	if i == len(s) {
-		return s
-	}
-	b := make([]byte, 0, len(s))
-	b = append(b, s[:i]...)
-	for ; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
-				b = append(b, byte(v))
-				i += 2
-				continue
-			}
-		}
-		b = append(b, s[i])
-	}
-	return string(b)
-}

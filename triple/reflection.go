@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/dubbogw/dubbogw/dubbo"
+	"github.com/dubbogw/dubbogw/internal/triplewire"
 )
 
 // ReflectionQuery asks a provider's gRPC server reflection for the file
@@ -27,9 +28,9 @@ func (c *Client) Reflect(ctx context.Context, t dubbo.Target, q ReflectionQuery)
 	// ServerReflectionRequest: file_by_filename = 3, file_containing_symbol = 4.
 	var msg []byte
 	if q.Symbol != "" {
-		msg = appendString(msg, 4, q.Symbol)
+		msg = protowire.AppendString(protowire.AppendTag(msg, 4, protowire.BytesType), q.Symbol)
 	} else {
-		msg = appendString(msg, 3, q.Filename)
+		msg = protowire.AppendString(protowire.AppendTag(msg, 3, protowire.BytesType), q.Filename)
 	}
 	var err error
 	for _, svc := range reflectionServices {
@@ -51,10 +52,10 @@ func (c *Client) Reflect(ctx context.Context, t dubbo.Target, q ReflectionQuery)
 // file_descriptor_response (4), or its error_response (7) as an error.
 func reflectionFiles(b []byte) ([][]byte, error) {
 	var files [][]byte
-	err := bytesFields(b, func(field protowire.Number, v []byte) error {
+	err := triplewire.Fields(b, func(field protowire.Number, v []byte) error {
 		switch field {
 		case 4: // FileDescriptorResponse { repeated bytes file_descriptor_proto = 1; }
-			return bytesFields(v, func(f protowire.Number, fv []byte) error {
+			return triplewire.Fields(v, func(f protowire.Number, fv []byte) error {
 				if f == 1 {
 					files = append(files, fv)
 				}
@@ -62,7 +63,7 @@ func reflectionFiles(b []byte) ([][]byte, error) {
 			})
 		case 7: // ErrorResponse { int32 error_code = 1; string error_message = 2; }
 			msg := "error"
-			_ = bytesFields(v, func(f protowire.Number, fv []byte) error {
+			_ = triplewire.Fields(v, func(f protowire.Number, fv []byte) error {
 				if f == 2 {
 					msg = string(fv)
 				}
