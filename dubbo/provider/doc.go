@@ -1,7 +1,8 @@
 // Package provider is an in-process Dubbo provider: a real TCP server
-// speaking the dubbo protocol with hessian2, serving Go functions
-// registered as Java services. The quickstart's demo service (package
-// demo) and the tests' providers run on it.
+// speaking the dubbo protocol with hessian2, and Triple (ServeTriple:
+// unary non-IDL calls on h2c), serving Go functions registered as Java
+// services. The quickstart's demo service (package demo) and the tests'
+// providers run on it.
 //
 // It behaves as a Java provider does where a consumer can tell: heartbeats
 // are answered, calls run concurrently up to a bound beyond which they are

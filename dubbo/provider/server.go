@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -54,10 +56,12 @@ type Server struct {
 	mu        sync.Mutex
 	services  map[serviceKey]*service
 	listeners []net.Listener
-	conns     map[*conn]struct{}
-	closing   bool
-	active    int           // calls running
-	idle      chan struct{} // closed when active drops to 0 while Close waits
+	// tripleServers serve Triple (ServeTriple) on some of listeners.
+	tripleServers []*http.Server
+	conns         map[*conn]struct{}
+	closing       bool
+	active        int           // calls running
+	idle          chan struct{} // closed when active drops to 0 while Close waits
 
 	sem     chan struct{} // a slot per running call, made by the first Listen
 	baseCtx context.Context
@@ -257,6 +261,16 @@ func (s *Server) Close(ctx context.Context) error {
 		}
 	}
 	s.cancel()
+	s.mu.Lock()
+	triples := slices.Clone(s.tripleServers)
+	s.mu.Unlock()
+	for _, hs := range triples {
+		// Its calls are over (or cancelled): GOAWAY, then the
+		// connections close once their last answers are written.
+		if hs.Shutdown(ctx) != nil {
+			hs.Close()
+		}
+	}
 	s.mu.Lock()
 	conns = conns[:0]
 	for c := range s.conns {
