@@ -251,11 +251,11 @@ func TestPassthroughIdleReleased(t *testing.T) {
 	// seconds for it).
 	testenv.WaitFor(t, 2*time.Second, "the subscription, the catalog's and the interface's watches", func() bool {
 		st := reg.Status()
-		return st.Subscriptions == 1 && st.Watches == 2+watchesPerInterface
+		return st.Subscriptions == 1 && st.Watches == catalogWatches+watchesPerInterface
 	})
 	testenv.WaitFor(t, 30*time.Second, "the idle subscription released", func() bool {
 		st := reg.Status()
-		return st.Subscriptions == 0 && st.Watches == 2
+		return st.Subscriptions == 0 && st.Watches == catalogWatches
 	})
 	t.Logf("released %v after its last use (idle_ttl 3s, release_after 1h)", time.Since(used))
 }

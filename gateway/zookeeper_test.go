@@ -130,8 +130,15 @@ func (f *zkFixture) deleteTree(path string) {
 }
 
 // watchesPerInterface is what the default discovery (auto) watches for an
-// interface: its providers, configurators and mapping nodes.
-const watchesPerInterface = 3
+// interface registered at interface level: its providers and
+// configurators nodes (its mapping node only once the mapping listing
+// names it, which these tests' interfaces it never does).
+const watchesPerInterface = 2
+
+// catalogWatches are auto discovery's two listings, the root's and
+// mapping/'s children, which gate the reads of each interface's nodes:
+// set at start, whatever the number of interfaces.
+const catalogWatches = 2
 
 // serverWatches is the private server's count of watches (mntr's
 // zk_watch_count: data, exists and child watches of every session; the
@@ -279,7 +286,7 @@ func TestSeedIncidentZooKeeper(t *testing.T) {
 		watches, watchesServed int
 		what                   string
 	}{
-		{"auto", 3, 3, "providers, configurators, mapping"},
+		{"auto", catalogWatches, catalogWatches + watchesPerInterface, "the catalog's two listings: an interface registered nowhere has none of its own"},
 		{"application", 1, 3, "mapping; then the application and its instance"},
 	} {
 		t.Run(tc.discovery, func(t *testing.T) {
@@ -426,7 +433,7 @@ func TestZooKeeperProviderGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(services.Registries) != 1 || services.Registries[0].Type != "zookeeper" || services.Registries[0].State != "connected" ||
-		services.Registries[0].Subscriptions != 1 || services.Registries[0].Watches != watchesPerInterface || services.Registries[0].References != 1 {
+		services.Registries[0].Subscriptions != 1 || services.Registries[0].Watches != catalogWatches+watchesPerInterface || services.Registries[0].References != 1 {
 		t.Errorf("admin registries: %+v", services.Registries)
 	}
 	if s := services.Services; len(s) != 1 || s[0].State != "ok" || len(s[0].Providers) != 1 || s[0].Providers[0].Address != provider ||
@@ -434,7 +441,7 @@ func TestZooKeeperProviderGone(t *testing.T) {
 		t.Errorf("admin services: %+v", s)
 	}
 	m := do(t, "GET", tg.admin+"/metrics", nil).body
-	for _, want := range []string{`dubbogw_registry_subscriptions{registry="zk"} 1`, fmt.Sprintf(`dubbogw_registry_watches{registry="zk"} %d`, watchesPerInterface),
+	for _, want := range []string{`dubbogw_registry_subscriptions{registry="zk"} 1`, fmt.Sprintf(`dubbogw_registry_watches{registry="zk"} %d`, catalogWatches+watchesPerInterface),
 		`dubbogw_references{registry="zk"} 1`, `dubbogw_providers{registry="zk",service="com.example.demo.UserService"} 1`,
 		`dubbogw_registry_connected{registry="zk"} 1`, `dubbogw_registry_registered_consumers{registry="zk"} 1`} {
 		if !strings.Contains(m, want) {
@@ -655,6 +662,10 @@ func TestZooKeeperReloadDiffsSubscriptions(t *testing.T) {
 	f, _ := newPrivateZKFixture(t)
 	provider := startProvider(t)
 	f.provide(t, "com.example.demo.UserService", provider, "")
+	for _, iface := range []string{"com.example.B", "com.example.C", "com.example.D"} {
+		// Registered (without providers), so auto discovery watches them.
+		f.ensure(t, "/"+f.root+"/"+iface+"/providers")
+	}
 	route := func(name, iface string) string {
 		return fmt.Sprintf("  - {name: %s, match: {path: /%s}, dubbo: {registry: zk, interface: %s, method: greet}}\n", name, name, iface)
 	}
@@ -674,11 +685,11 @@ func TestZooKeeperReloadDiffsSubscriptions(t *testing.T) {
 	for {
 		st := tab.registries["zk"].Status()
 		n := f.serverWatches(t)
-		if st.Subscriptions == 3 && st.Watches == 3*watchesPerInterface && st.OrphanWatches == 0 && n == 3*watchesPerInterface {
+		if st.Subscriptions == 3 && st.Watches == catalogWatches+3*watchesPerInterface && st.OrphanWatches == 0 && n == catalogWatches+3*watchesPerInterface {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after the reload: status %+v, ZooKeeper holds %d watches; want the 3 live services' %d", st, n, 3*watchesPerInterface)
+			t.Fatalf("after the reload: status %+v, ZooKeeper holds %d watches; want the catalog's and the 3 live services' %d", st, n, catalogWatches+3*watchesPerInterface)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -849,7 +860,7 @@ routes:
 	if n := failures.Load(); n > 0 {
 		t.Errorf("%d requests failed during churn; first: %v", n, firstFailure.Load())
 	}
-	if st := tg.table.Load().registries["zk"].Status(); st.Watches != watchesPerInterface || st.Subscriptions != 1 {
+	if st := tg.table.Load().registries["zk"].Status(); st.Watches != catalogWatches+watchesPerInterface || st.Subscriptions != 1 {
 		t.Errorf("registry after churn: %+v", st)
 	}
 	var total int64
@@ -863,7 +874,7 @@ routes:
 // unreachable long enough for the session to expire, then comes back; later
 // it is restarted. Requests never fail and providers never drop to zero;
 // /readyz stays 200 and says degraded meanwhile; after each outage the
-// subscription is back exactly once (the server holds its three watches).
+// subscription is back exactly once (the server holds its watches: the catalog's and the interface's).
 func TestZooKeeperOutagesUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits out a session expiry")
@@ -932,7 +943,7 @@ routes:
 		}
 	}
 	healthy := func(st registryStatus) bool {
-		return st.State == "connected" && st.Watches == watchesPerInterface && st.Subscriptions == 1
+		return st.State == "connected" && st.Watches == catalogWatches+watchesPerInterface && st.Subscriptions == 1
 	}
 	waitFor("the first session", healthy)
 
@@ -943,7 +954,7 @@ routes:
 	time.Sleep(3 * time.Second) // > session_timeout: the server expires the session
 	proxy.Resume()
 	waitFor("a new session", func(st registryStatus) bool { return healthy(st) && st.SessionExpiries == 1 })
-	f.waitWatches(t, tg.table.Load().registries["zk"], watchesPerInterface, "after the session expiry")
+	f.waitWatches(t, tg.table.Load().registries["zk"], catalogWatches+watchesPerInterface, "after the session expiry")
 
 	// 2. ZooKeeper restarts.
 	srv.Stop()
@@ -951,7 +962,7 @@ routes:
 	degradedReady()
 	srv.Start()
 	waitFor("the session back", healthy)
-	f.waitWatches(t, tg.table.Load().registries["zk"], watchesPerInterface, "after the restart")
+	f.waitWatches(t, tg.table.Load().registries["zk"], catalogWatches+watchesPerInterface, "after the restart")
 	if r := do(t, "GET", tg.admin+"/readyz", nil); r.status != 200 || strings.Contains(r.body, "degraded") {
 		t.Errorf("readyz after the outages: %d %s", r.status, r.body)
 	}
