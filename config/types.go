@@ -245,4 +245,8 @@ type Demo struct {
 	// Dubbo is the listen address of the in-process demo Dubbo provider
 	// (com.example.demo.UserService, e.g. "127.0.0.1:20880"); empty = off.
 	Dubbo string `yaml:"dubbo"`
+	// Triple is the listen address of the same demo provider's Triple
+	// side (h2c, e.g. "127.0.0.1:28882"), for routes with protocol: tri;
+	// empty = off.
+	Triple string `yaml:"triple"`
 }

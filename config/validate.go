@@ -129,6 +129,9 @@ func validate(c *Config) problems {
 	if c.Demo.Dubbo != "" {
 		check("demo.dubbo", checkListenAddr(c.Demo.Dubbo))
 	}
+	if c.Demo.Triple != "" {
+		check("demo.triple", checkListenAddr(c.Demo.Triple))
+	}
 	return ps
 }
 

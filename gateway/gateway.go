@@ -286,16 +286,29 @@ func (g *Gateway) Start(ctx context.Context) error {
 		g.serveBackground("demo-http", g.demoHTTP, ln)
 	}
 
-	if cfg.Demo.Dubbo != "" {
+	if cfg.Demo.Dubbo != "" || cfg.Demo.Triple != "" {
 		g.demoDubbo = provider.NewServer(g.log)
 		for _, svc := range demo.DubboServices() {
 			g.demoDubbo.Register(svc)
 		}
+	}
+	if cfg.Demo.Dubbo != "" {
 		addr, err := g.demoDubbo.Listen(ctx, cfg.Demo.Dubbo)
 		if err != nil {
 			return fmt.Errorf("demo dubbo provider: %w", err)
 		}
 		g.log.Info("listening", "listener", "demo-dubbo", "addr", addr.String())
+	}
+	if cfg.Demo.Triple != "" {
+		ln, err := lc.Listen(ctx, "tcp", cfg.Demo.Triple)
+		if err != nil {
+			return fmt.Errorf("demo triple provider: %w", err)
+		}
+		addr, err := g.demoDubbo.ServeTriple(ln)
+		if err != nil {
+			return fmt.Errorf("demo triple provider: %w", err)
+		}
+		g.log.Info("listening", "listener", "demo-triple", "addr", addr.String())
 	}
 
 	if g.dataLn, err = lc.Listen(ctx, "tcp", cfg.Listen); err != nil {

@@ -350,6 +350,17 @@ func TestQuickstartServesUsers(t *testing.T) {
 	if resp.Header.Get("X-Request-Id") == "" {
 		t.Errorf("no X-Request-Id")
 	}
+	// The same user over Triple, from the demo provider's Triple side.
+	tri, err := http.Get("http://" + data + "/tri/users/42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	user = nil
+	err = json.NewDecoder(tri.Body).Decode(&user)
+	tri.Body.Close()
+	if err != nil || tri.StatusCode != 200 || user["id"] != "42" || user["name"] != "user 42" {
+		t.Fatalf("GET /tri/users/42: %d %v %v", tri.StatusCode, user, err)
+	}
 	// Token auth on the in-memory store: the token's user reaches the provider.
 	for _, c := range []struct {
 		token  string
