@@ -97,8 +97,9 @@ func serveUser(w http.ResponseWriter, r *http.Request) {
 // provider never refuses one (its default, as Java's, is 200).
 const providerMaxInFlight = 2048
 
-// runProvider serves the demo provider (dubbo/provider) on -ports loopback ports
-// until SIGTERM.
+// runProvider serves the demo provider (dubbo/provider) on -ports loopback ports,
+// and over Triple on one more, until SIGTERM. It says "ready", the dubbo
+// addresses (comma-separated), a space and the Triple address.
 func runProvider(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("provider", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -133,7 +134,17 @@ func runProvider(args []string, stdout, stderr io.Writer) int {
 		}
 		addrs = append(addrs, addr.String())
 	}
-	fmt.Fprintf(stdout, "ready %s\n", strings.Join(addrs, ","))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintf(stderr, "provider: %v\n", err)
+		return 1
+	}
+	tri, err := provider.ServeTriple(ln)
+	if err != nil {
+		fmt.Fprintf(stderr, "provider: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "ready %s %s\n", strings.Join(addrs, ","), tri)
 	<-ctx.Done()
 	return 0
 }

@@ -16,8 +16,9 @@ type gatewaySpec struct {
 	upstream       string // http://127.0.0.1:port
 	tokenPrefix    string // auth key prefix in Redis
 	providers      []string
-	providerCounts []int // a registry and a route per count: p1, p10, p100
-	routes         int   // total routes, filler routes added to reach it
+	triple         string // the demo provider's Triple address: registry tri and route /tri/api/users/{id}
+	providerCounts []int  // a registry and a route per count: p1, p10, p100
+	routes         int    // total routes, filler routes added to reach it
 	idlePerTarget  int
 	redisTimeout   time.Duration // 0: the gateway's default
 	// tlsListen, when set, adds the TLS listener of the HTTPS rows,
@@ -35,7 +36,7 @@ func timeoutField(d time.Duration) string {
 
 // measuredRoutes is how many routes gatewayYAML writes before fillers,
 // for providerCounts of length n.
-func measuredRoutes(n int) int { return 4 + n }
+func measuredRoutes(n int) int { return 5 + n }
 
 // gatewayYAML renders the configuration of one gateway: the measured
 // routes, then filler routes (distinct first segments, half patterns half
@@ -61,6 +62,7 @@ redis: {address: %q%s}
 	for _, n := range spec.providerCounts {
 		fmt.Fprintf(&b, "  p%d:\n    providers:\n      %s: [%s]\n", n, demo.UserInterface, quoteJoin(spec.providers[:n]))
 	}
+	fmt.Fprintf(&b, "  tri:\n    providers:\n      %s: [%q]\n", demo.UserInterface, "tri://"+spec.triple)
 	fmt.Fprintf(&b, `upstreams:
   echo:
     targets: [{url: %q}]
@@ -85,7 +87,10 @@ routes:
     match: {methods: [GET], path: "/auth/api/users/{id}"}
     filters: [{auth: {key_prefix: %q%s}}]
     dubbo: {registry: p1, interface: %s, method: getUser, params: [{type: java.lang.String, from: path, name: id}]}
-`, spec.upstream, spec.idlePerTarget, spec.upstream, spec.idlePerTarget, spec.tokenPrefix, timeoutField(spec.redisTimeout), spec.tokenPrefix, timeoutField(spec.redisTimeout), demo.UserInterface)
+  - name: triple-users
+    match: {methods: [GET], path: "/tri/api/users/{id}"}
+    dubbo: {registry: tri, protocol: tri, interface: %s, method: getUser, params: [{type: java.lang.String, from: path, name: id}]}
+`, spec.upstream, spec.idlePerTarget, spec.upstream, spec.idlePerTarget, spec.tokenPrefix, timeoutField(spec.redisTimeout), spec.tokenPrefix, timeoutField(spec.redisTimeout), demo.UserInterface, demo.UserInterface)
 	for _, n := range spec.providerCounts {
 		path := fmt.Sprintf("/p%d/api/users/{id}", n)
 		if n == 1 {

@@ -86,12 +86,12 @@ func TestBenchSmoke(t *testing.T) {
 		}
 	}
 	// 1, 8 conns: rows 1–4 each; at 8: standard transport, the two HTTPS
-	// rows, two auth rows, 100 routes, 10 providers.
-	if len(rows) != 15 {
-		t.Fatalf("%d table rows, want 15:\n%s", len(rows), report)
+	// rows, the Triple row, two auth rows, 100 routes, 10 providers.
+	if len(rows) != 16 {
+		t.Fatalf("%d table rows, want 16:\n%s", len(rows), report)
 	}
 	for _, want := range []string{"2. nginx → upstream | 8 |", "3. dubbogw → upstream, standard transport | 8 |", "5. dubbogw → Dubbo, Redis token auth | 8 |", "3. dubbogw → upstream, 100 routes | 8 |", "4. dubbogw → Dubbo, 10 providers | 8 |",
-		"6. HTTPS → nginx → upstream | 8 |", "6. HTTPS → dubbogw → upstream | 8 |"} {
+		"6. HTTPS → nginx → upstream | 8 |", "6. HTTPS → dubbogw → upstream | 8 |", "7. dubbogw → Triple provider | 8 |"} {
 		if !strings.Contains(report, "| "+want) {
 			t.Errorf("no row %q in\n%s", want, report)
 		}
@@ -192,7 +192,7 @@ func TestGatewayYAML(t *testing.T) {
 		yml := gatewayYAML(gatewaySpec{
 			listen: "127.0.0.1:18080", admin: "127.0.0.1:19090", accessLog: filepath.Join(t.TempDir(), "access.log"),
 			redis: "127.0.0.1:6379", upstream: "http://127.0.0.1:18081", tokenPrefix: "t:",
-			providers: providers, providerCounts: []int{1, 10}, routes: routes, idlePerTarget: 512,
+			providers: providers, triple: "127.0.0.1:28882", providerCounts: []int{1, 10}, routes: routes, idlePerTarget: 512,
 			redisTimeout: redisTimeout,
 			tlsListen:    "127.0.0.1:18443", certFile: certs.certFile, keyFile: certs.keyFile,
 		})

@@ -19,6 +19,7 @@ const (
 	kindGatewayHTTPStandard             // 3. row 3 through net/http's Transport instead of the direct one
 	kindNginxTLS                        // 6. row 2 over HTTPS (TLS between the client and nginx)
 	kindGatewayHTTPTLS                  // 6. row 3 over HTTPS, the same certificate
+	kindGatewayTriple                   // 7. row 4 over Triple, to the same provider process (issue 15)
 )
 
 // Base sizes: rows with other route or provider counts are the cost-growth rows.
@@ -68,6 +69,8 @@ func (r *row) name() string {
 		return "6. HTTPS → nginx → upstream"
 	case kindGatewayHTTPTLS:
 		return "6. HTTPS → dubbogw → upstream"
+	case kindGatewayTriple:
+		return "7. dubbogw → Triple provider"
 	}
 	return "?"
 }
@@ -78,6 +81,7 @@ func (r *row) id() string {
 		kindDirect: "direct", kindNginx: "nginx", kindGatewayHTTP: "gateway-http", kindGatewayDubbo: "gateway-dubbo",
 		kindGatewayHTTPAuth: "gateway-http-auth", kindGatewayDubboAuth: "gateway-dubbo-auth",
 		kindGatewayHTTPStandard: "gateway-http-standard", kindNginxTLS: "nginx-tls", kindGatewayHTTPTLS: "gateway-http-tls",
+		kindGatewayTriple: "gateway-triple",
 	}
 	return fmt.Sprintf("%s-c%d-r%d-p%d", names[r.kind], r.conns, r.routes, r.providers)
 }
@@ -123,6 +127,7 @@ func newPlan(s *stack, spec planSpec) *plan {
 		tls := gwRow(kindGatewayHTTPTLS, c, base, baseProviders, "")
 		tls.url = base.tlsURL + "/http/users/42"
 		add(tls)
+		add(gwRow(kindGatewayTriple, c, base, baseProviders, "/tri/api/users/42"))
 		add(gwRow(kindGatewayHTTPAuth, c, base, baseProviders, "/auth/http/users/42", auth...))
 		add(gwRow(kindGatewayDubboAuth, c, base, baseProviders, "/auth/api/users/42", auth...))
 		for _, n := range spec.routeCounts {
@@ -226,6 +231,8 @@ const (
 	goalDubboVsHTTP       = 0.8 // HTTP→Dubbo ≥ this × dubbogw → HTTP
 	goalAuthVsNoAuth      = 0.9 // auth on ≥ this × auth off
 	goalTLSVsNginx        = 0.8 // HTTPS through dubbogw ≥ this × through nginx (issue 16)
+	goalTripleVsDubbo     = 0.8 // HTTP→Triple ≥ this × HTTP→Dubbo, same provider process (issue 15)
+	goalTripleP99VsDubbo  = 1.5 // and p99 ≤ this × HTTP→Dubbo's
 )
 
 // goals judges every row that has a goal.
@@ -255,6 +262,13 @@ func (p *plan) goals() []*goal {
 				thr := ratio(r.throughput(), h.throughput())
 				gs = append(gs, &goal{row: r, checks: true, met: thr >= goalDubboVsHTTP,
 					text: fmt.Sprintf("req/s ≥ %.1f× dubbogw → upstream (%.2f×)", goalDubboVsHTTP, thr)})
+			}
+		case kindGatewayTriple:
+			if d := p.find(kindGatewayDubbo, r.conns); d != nil {
+				thr := ratio(r.throughput(), d.throughput())
+				p99 := ratio(float64(r.latency(p99)), float64(d.latency(p99)))
+				gs = append(gs, &goal{row: r, checks: true, met: thr >= goalTripleVsDubbo && p99 <= goalTripleP99VsDubbo,
+					text: fmt.Sprintf("req/s ≥ %.1f× HTTP→Dubbo (%.2f×), p99 ≤ %.1f× (%.2f×)", goalTripleVsDubbo, thr, goalTripleP99VsDubbo, p99)})
 			}
 		case kindGatewayHTTPAuth, kindGatewayDubboAuth:
 			off := p.find(kindGatewayHTTP, r.conns)

@@ -29,6 +29,7 @@ type stack struct {
 	nginxTLS  string // https://127.0.0.1:port
 	certs     *benchCerts
 	providers []string // host:port of each provider port
+	triple    string   // host:port of the provider's Triple side
 	redis     string   // host:port
 	gateways  map[int]*gatewayProc
 	token     string // the auth rows' token, stored in Redis
@@ -70,9 +71,10 @@ func startStack(ctx context.Context, dir string, self []string, spec stackSpec, 
 		client:   &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
 		token:    benchToken,
 	}
+	started := s // what to stop on an error: the returns below set s to nil
 	defer func() {
 		if err != nil {
-			s.Close()
+			started.Close()
 		}
 	}()
 	if s.certs, err = writeBenchCerts(dir); err != nil {
@@ -101,8 +103,12 @@ func startStack(ctx context.Context, dir string, self []string, spec stackSpec, 
 		return nil, err
 	}
 	s.children = append(s.children, c)
-	s.providers = strings.Split(addrs, ",")
-	logger.Info("demo provider up", "ports", len(s.providers))
+	dubboAddrs, tri, ok := strings.Cut(addrs, " ")
+	if !ok {
+		return nil, fmt.Errorf("the demo provider said %q: want its dubbo addresses and its Triple address", addrs)
+	}
+	s.providers, s.triple = strings.Split(dubboAddrs, ","), tri
+	logger.Info("demo provider up", "ports", len(s.providers), "triple", s.triple)
 
 	if err := s.startRedis(ctx, spec); err != nil {
 		return nil, err
@@ -184,6 +190,7 @@ func (s *stack) startGateway(ctx context.Context, spec stackSpec, routes int, to
 		upstream:       s.upstream,
 		tokenPrefix:    tokenPrefix,
 		providers:      s.providers,
+		triple:         s.triple,
 		providerCounts: spec.providerCounts,
 		routes:         routes,
 		idlePerTarget:  spec.maxConns,
