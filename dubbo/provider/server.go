@@ -138,21 +138,34 @@ func (s *Server) Listen(ctx context.Context, addr string) (net.Addr, error) {
 // and returns its address. ln is closed at once when the server is
 // closing.
 func (s *Server) Serve(ln net.Listener) (net.Addr, error) {
+	if err := s.addListener(ln, nil); err != nil {
+		return nil, err
+	}
+	go s.accept(ln)
+	s.logger.Info("in-process Dubbo provider listening", "addr", ln.Addr().String())
+	return ln.Addr(), nil
+}
+
+// addListener records ln (and hs, the Triple server that serves it, if
+// any) for Close, and counts the goroutine that will serve it; after
+// Close it closes ln and fails instead. The first one sizes the calls'
+// slots, which SetMaxInFlight no longer changes.
+func (s *Server) addListener(ln net.Listener, hs *http.Server) error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closing {
-		s.mu.Unlock()
 		ln.Close()
-		return nil, errors.New("provider: listen after Close")
+		return errors.New("provider: listen after Close")
 	}
 	if s.sem == nil {
 		s.sem = make(chan struct{}, s.maxInFlight)
 	}
 	s.listeners = append(s.listeners, ln)
+	if hs != nil {
+		s.tripleServers = append(s.tripleServers, hs)
+	}
 	s.wg.Add(1)
-	s.mu.Unlock()
-	go s.accept(ln)
-	s.logger.Info("in-process Dubbo provider listening", "addr", ln.Addr().String())
-	return ln.Addr(), nil
+	return nil
 }
 
 func (s *Server) accept(ln net.Listener) {

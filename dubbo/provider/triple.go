@@ -59,15 +59,6 @@ type tripleStatus struct {
 // Close, which closes it and the connections it accepted (after the calls
 // running on them, as for the dubbo protocol), and returns its address.
 func (s *Server) ServeTriple(ln net.Listener) (net.Addr, error) {
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
-		ln.Close()
-		return nil, errors.New("provider: listen after Close")
-	}
-	if s.sem == nil {
-		s.sem = make(chan struct{}, s.maxInFlight)
-	}
 	protocols := new(http.Protocols)
 	protocols.SetUnencryptedHTTP2(true)
 	hs := &http.Server{
@@ -78,10 +69,9 @@ func (s *Server) ServeTriple(ln net.Listener) (net.Addr, error) {
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
 	}
-	s.listeners = append(s.listeners, ln)
-	s.tripleServers = append(s.tripleServers, hs)
-	s.wg.Add(1)
-	s.mu.Unlock()
+	if err := s.addListener(ln, hs); err != nil {
+		return nil, err
+	}
 	go func() {
 		defer s.wg.Done()
 		_ = hs.Serve(ln) // ends when Close closes ln
