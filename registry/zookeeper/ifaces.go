@@ -19,8 +19,7 @@ type ifaceState struct {
 	// paths are the nodes read for the interface: providers and
 	// configurators (interface-level discovery), mapping (application
 	// level), as the registry's discovery mode says.
-	paths   []*pathWatch
-	mapping *pathWatch // nil without application-level discovery (or until the catalog gate lets it in)
+	paths []*pathWatch
 	// levels says which discovery levels' nodes are in paths; with both
 	// levels, a level's nodes are added once the catalog lists the
 	// interface there (catalog.go).
@@ -232,8 +231,7 @@ func (i *ifaces) addInterfaceLevel(s *ifaceState) {
 func (i *ifaces) addApplicationLevel(s *ifaceState) {
 	s.appLevel = true
 	i.bare.remove(s)
-	s.mapping = i.watches.watch(i.z.root+"/mapping/"+s.name, nodeMapping, s.name, "")
-	s.paths = append(s.paths, s.mapping)
+	s.paths = append(s.paths, i.watches.watch(i.z.root+"/mapping/"+s.name, nodeMapping, s.name, ""))
 }
 
 // listed takes the names a catalog listing of kind (nodeRoot or
