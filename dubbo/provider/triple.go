@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -45,6 +46,9 @@ const (
 	grpcUnavailable       = 14
 )
 
+// tripleReadTimeout bounds the reading of one call's request.
+const tripleReadTimeout = 30 * time.Second
+
 // maxTripleArgs bounds the arguments of one call (Java methods take at
 // most 255 parameters).
 const maxTripleArgs = 255
@@ -65,6 +69,7 @@ func (s *Server) ServeTriple(ln net.Listener) (net.Addr, error) {
 		Handler:           http.HandlerFunc(s.serveTriple),
 		Protocols:         protocols,
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       tripleReadTimeout, // per stream under HTTP/2: a stalled body frees its slot
 		IdleTimeout:       5 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
@@ -105,6 +110,13 @@ func (s *Server) tripleCall(w http.ResponseWriter, r *http.Request) tripleStatus
 	if !ok || iface == "" || method == "" || strings.Contains(method, "/") {
 		return tripleStatus{grpcUnimplemented, "no service and method in path " + strconv.Quote(r.URL.Path)}
 	}
+	// The slot first: a request waiting for its body holds one, so at
+	// most SetMaxInFlight bodies are being read at once.
+	if !s.startCall() {
+		s.rejected.Add(1)
+		return tripleStatus{grpcResourceExhausted, fmt.Sprintf("provider busy: %d calls running", s.maxInFlight)}
+	}
+	defer s.endCall()
 	msg, st := s.readTripleMessage(r.Body)
 	if st.code != grpcOK {
 		return st
@@ -142,11 +154,6 @@ func (s *Server) tripleCall(w http.ResponseWriter, r *http.Request) tripleStatus
 	case !isGeneric(req) && svc.find(method, desc) == nil:
 		return tripleStatus{grpcUnimplemented, "not found method " + method + "(" + strings.Join(wrapper.Types, ", ") + ") in service " + key.String()}
 	}
-	if !s.startCall() {
-		s.rejected.Add(1)
-		return tripleStatus{grpcResourceExhausted, fmt.Sprintf("provider busy: %d calls running", s.maxInFlight)}
-	}
-	defer s.endCall()
 	ctx := r.Context()
 	if d, ok := grpcwire.ParseTimeout(r.Header.Get("grpc-timeout")); ok {
 		var cancel context.CancelFunc
@@ -183,7 +190,9 @@ func (s *Server) tripleCall(w http.ResponseWriter, r *http.Request) tripleStatus
 }
 
 // readTripleMessage reads the request's one gRPC message, refusing a
-// compressed one or one over the payload limit before reading it.
+// compressed one or one over the payload limit before reading it. The
+// buffer grows with the bytes that arrive, not with the length a client
+// announces.
 func (s *Server) readTripleMessage(body io.Reader) ([]byte, tripleStatus) {
 	var hdr [triplewire.FrameHeaderLen]byte
 	if _, err := io.ReadFull(body, hdr[:]); err != nil {
@@ -196,11 +205,11 @@ func (s *Server) readTripleMessage(body io.Reader) ([]byte, tripleStatus) {
 	if uint64(n) > uint64(s.maxPayload) {
 		return nil, tripleStatus{grpcResourceExhausted, fmt.Sprintf("the request message is %d bytes, over the limit of %d", n, s.maxPayload)}
 	}
-	msg := make([]byte, n)
-	if _, err := io.ReadFull(body, msg); err != nil {
+	buf := bytes.NewBuffer(make([]byte, 0, min(int(n), 64<<10)))
+	if _, err := io.CopyN(buf, body, int64(n)); err != nil {
 		return nil, tripleStatus{grpcInvalidArgument, "reading the request message: " + err.Error()}
 	}
-	return msg, tripleStatus{grpcOK, ""}
+	return buf.Bytes(), tripleStatus{grpcOK, ""}
 }
 
 // tripleAttachments are a call's attachments, from its headers as Triple
