@@ -507,18 +507,31 @@ func startTCPForwarder(tb testing.TB, target string) string {
 		tb.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	tb.Cleanup(func() { ln.Close(); wg.Wait() })
+	var mu sync.Mutex
+	var open []net.Conn // closed by the clean-up, so that its wait ends even if a client's conn was left open
+	tb.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
 	wg.Go(func() {
 		for {
 			in, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			out, err := net.Dial("tcp", target)
+			out, err := net.DialTimeout("tcp", target, 5*time.Second)
 			if err != nil {
 				in.Close()
 				continue
 			}
+			mu.Lock()
+			open = append(open, in, out)
+			mu.Unlock()
 			pipe := func(dst, src net.Conn) {
 				_, _ = io.Copy(dst, src)
 				dst.Close()
