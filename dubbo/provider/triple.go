@@ -205,7 +205,8 @@ func (s *Server) readTripleMessage(body io.Reader) ([]byte, tripleStatus) {
 	if uint64(n) > uint64(s.maxPayload) {
 		return nil, tripleStatus{grpcResourceExhausted, fmt.Sprintf("the request message is %d bytes, over the limit of %d", n, s.maxPayload)}
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, min(int(n), 64<<10)))
+	// MinRead more than the message, or ReadFrom grows the buffer once more at its end.
+	buf := bytes.NewBuffer(make([]byte, 0, min(int(n), 64<<10)+bytes.MinRead))
 	if _, err := io.CopyN(buf, body, int64(n)); err != nil {
 		return nil, tripleStatus{grpcInvalidArgument, "reading the request message: " + err.Error()}
 	}
