@@ -110,35 +110,6 @@ type appdiscCuratorPayload struct {
 	Metadata json.RawMessage `json:"metadata"`
 }
 
-// appdiscCuratorStrings is appdiscCurator when every field has its usual
-// type (names and metadata values strings or null, as Java Dubbo and
-// dubbo-go write them): decoded in one pass, where appdiscCurator takes
-// one per level. Data it cannot decode is decoded again by appdiscCurator,
-// which says what is wrong, or converts what is unusual.
-type appdiscCuratorStrings struct {
-	Name    *string         `json:"name"`
-	ID      *string         `json:"id"`
-	Address *string         `json:"address"`
-	Port    json.RawMessage `json:"port"`
-	Payload *struct {
-		Metadata map[string]*string `json:"metadata"`
-	} `json:"payload"`
-}
-
-// metadata is payload.metadata without its null values.
-func (c *appdiscCuratorStrings) metadata() map[string]string {
-	if c.Payload == nil {
-		return map[string]string{}
-	}
-	out := make(map[string]string, len(c.Payload.Metadata))
-	for k, v := range c.Payload.Metadata {
-		if v != nil {
-			out[k] = *v
-		}
-	}
-	return out
-}
-
 // ParseInstance parses the data of an instance node. It fails, naming the
 // field, on malformed JSON, a missing name or address, a value of the wrong
 // type, a port out of range, or malformed dubbo.endpoints or url-params;
@@ -151,15 +122,15 @@ func parseInstance(data []byte, fast bool) (*Instance, error) {
 	if len(data) > MaxInstanceBytes {
 		return nil, fmt.Errorf("service instance: %d bytes, over the limit of %d", len(data), MaxInstanceBytes)
 	}
-	in := &Instance{}
 	var err error
-	var strs appdiscCuratorStrings
 	var ci appdiscCurator
-	isFast := fast && appdiscFirst(data) == '{' && json.Unmarshal(data, &strs) == nil
-	if isFast {
-		in.App, in.ID, in.Host = deref(strs.Name), deref(strs.ID), deref(strs.Address)
-		ci.Port = strs.Port
-	} else {
+	var port int
+	in, port, isFast := (*Instance)(nil), 0, false
+	if fast {
+		in, port, isFast = scanInstance(data)
+	}
+	if !isFast {
+		in = &Instance{}
 		if err := appdiscObject(data, &ci); err != nil {
 			return nil, fmt.Errorf("service instance: %w", err)
 		}
@@ -182,25 +153,24 @@ func parseInstance(data []byte, fast bool) (*Instance, error) {
 	if err := appdiscCheckHost(in.Host); err != nil {
 		return nil, fmt.Errorf("service instance %q: address %q: %w", in.App, in.Host, err)
 	}
-	if in.Port, err = appdiscPort(ci.Port); err != nil {
-		return nil, fmt.Errorf("service instance %q %s: port: %w", in.App, in.Host, err)
-	}
-	what := "service instance " + strconv.Quote(in.App) + " " + in.Host
-	if isFast {
-		in.Metadata = strs.metadata()
-	} else if in.Metadata, err = appdiscPayload(ci.Payload); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+	if in.Port = port; !isFast {
+		if in.Port, err = appdiscPort(ci.Port); err != nil {
+			return nil, fmt.Errorf("service instance %q %s: port: %w", in.App, in.Host, err)
+		}
+		if in.Metadata, err = appdiscPayload(ci.Payload); err != nil {
+			return nil, fmt.Errorf("service instance %q %s: %w", in.App, in.Host, err)
+		}
 	}
 	in.Revision = in.Metadata[appdiscMetaRevision]
 	in.StorageType = StorageLocal
 	if strings.EqualFold(in.Metadata[appdiscMetaStorageType], StorageRemote) {
 		in.StorageType = StorageRemote
 	}
-	if in.Endpoints, err = appdiscEndpoints(in.Metadata[appdiscMetaEndpoints]); err != nil {
-		return nil, fmt.Errorf("%s: payload.metadata[%q]: %w", what, appdiscMetaEndpoints, err)
+	if in.Endpoints, err = appdiscEndpoints(in.Metadata[appdiscMetaEndpoints], fast); err != nil {
+		return nil, fmt.Errorf("service instance %q %s: payload.metadata[%q]: %w", in.App, in.Host, appdiscMetaEndpoints, err)
 	}
-	if in.MetadataService, err = appdiscMetadataServiceParams(in.Metadata[appdiscMetaURLParams]); err != nil {
-		return nil, fmt.Errorf("%s: payload.metadata[%q]: %w", what, appdiscMetaURLParams, err)
+	if in.MetadataService, err = appdiscMetadataServiceParams(in.Metadata[appdiscMetaURLParams], fast); err != nil {
+		return nil, fmt.Errorf("service instance %q %s: payload.metadata[%q]: %w", in.App, in.Host, appdiscMetaURLParams, err)
 	}
 	return in, nil
 }
@@ -260,13 +230,6 @@ func (in *Instance) EndpointPort(protocol string) int {
 	return 0
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // appdiscPayload returns payload.metadata as strings; an absent or null
 // payload or metadata is an empty map.
 func appdiscPayload(raw json.RawMessage) (map[string]string, error) {
@@ -296,10 +259,16 @@ func appdiscPayload(raw json.RawMessage) (map[string]string, error) {
 	return out, nil
 }
 
-// appdiscEndpoints parses dubbo.endpoints: [{"port":20880,"protocol":"dubbo"}, ...].
-func appdiscEndpoints(s string) ([]Endpoint, error) {
+// appdiscEndpoints parses dubbo.endpoints: [{"port":20880,"protocol":"dubbo"}, ...];
+// with fast, in one pass when it has that shape.
+func appdiscEndpoints(s string, fast bool) ([]Endpoint, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
+	}
+	if fast {
+		if out, ok := scanEndpoints(s); ok {
+			return out, nil
+		}
 	}
 	var raw []struct {
 		Port     json.RawMessage `json:"port"`
@@ -334,10 +303,16 @@ func appdiscEndpoints(s string) ([]Endpoint, error) {
 // writes it, or nested per protocol {"dubbo":{"port":"20881",...}} as Dubbo
 // 2.7 does. Of a nested one it takes the dubbo entry, else the first by
 // name (so that a protocol the gateway cannot speak shows).
-func appdiscMetadataServiceParams(s string) (MetadataServiceParams, error) {
+// With fast, a flat one of strings is read in one pass.
+func appdiscMetadataServiceParams(s string, fast bool) (MetadataServiceParams, error) {
 	var ms MetadataServiceParams
 	if strings.TrimSpace(s) == "" {
 		return ms, nil
+	}
+	if fast {
+		if ms, ok := scanMetadataServiceParams(s); ok {
+			return ms, nil
+		}
 	}
 	var top map[string]json.RawMessage
 	if err := appdiscObject([]byte(s), &top); err != nil {

@@ -83,53 +83,13 @@ func ParseMetadataJSON(data []byte) (*MetadataInfo, error) {
 	return parseMetadataJSON(data)
 }
 
-// appdiscMetadataStrings is a MetadataInfo document whose fields have
-// their usual types (strings or null, the port a number or a string): it
-// is decoded in one pass, where parseMetadataJSON takes one per level.
-type appdiscMetadataStrings struct {
-	App      *string `json:"app"`
-	Revision *string `json:"revision"`
-	Services map[string]*struct {
-		Name     *string            `json:"name"`
-		Group    *string            `json:"group"`
-		Version  *string            `json:"version"`
-		Protocol *string            `json:"protocol"`
-		Port     json.RawMessage    `json:"port"`
-		Path     *string            `json:"path"`
-		Params   map[string]*string `json:"params"`
-	} `json:"services"`
-}
-
-// parseMetadataStrings parses a document of the usual shape, and reports
-// false for any other (or a wrong one), which parseMetadataJSON then
-// parses, or names what is wrong with.
+// parseMetadataStrings parses a document of the usual shape in one pass
+// (scanMetadata), and reports false for any other (or a wrong one), which
+// parseMetadataJSON then parses, or names what is wrong with.
 func parseMetadataStrings(data []byte) (*MetadataInfo, bool) {
-	var doc appdiscMetadataStrings
-	if appdiscFirst(data) != '{' || json.Unmarshal(data, &doc) != nil {
+	m, ok := scanMetadata(data)
+	if !ok || m.Revision == "" {
 		return nil, false
-	}
-	m := &MetadataInfo{App: deref(doc.App), Revision: deref(doc.Revision), Services: make(map[string]*ServiceInfo, len(doc.Services))}
-	if m.Revision == "" {
-		return nil, false
-	}
-	for key, sd := range doc.Services {
-		if sd == nil {
-			continue
-		}
-		s := &ServiceInfo{Name: deref(sd.Name), Group: deref(sd.Group), Version: deref(sd.Version), Protocol: deref(sd.Protocol),
-			Path: deref(sd.Path)}
-		var err error
-		if s.Port, err = appdiscPort(sd.Port); err != nil {
-			return nil, false
-		}
-		params := make(map[string]string, len(sd.Params))
-		for k, v := range sd.Params {
-			if v != nil {
-				params[k] = *v
-			}
-		}
-		s.Params = cluster.NewParams(params)
-		m.Services[key] = s
 	}
 	return m, true
 }
