@@ -22,8 +22,9 @@ import (
 // (dubbo-go). An interface watches its mapping node; an application
 // watched for any interface is watched once, with a data watch on each of
 // its instances (an instance's revision changes in place). Metadata is
-// fetched off the worker, at most MetadataConcurrency at a time, each with
-// a deadline, retried with a backoff, and cached per instance and
+// fetched at most MetadataConcurrency at a time (a remote node read on the
+// worker's session like any other node; a MetadataService call on a
+// helper goroutine), each with a deadline, retried with a backoff, and cached per instance and
 // revision (a revision alone is not unique: dubbo-go's ignores protocol,
 // port, group and version), or per application and revision when it is
 // read from ZooKeeper (one node for all instances): metadata.go.

@@ -72,7 +72,9 @@ type Config struct {
 
 // Metadata bounds the fetching of application instances' metadata.
 type Metadata struct {
-	// Timeout of one fetch. Default 3s.
+	// Timeout of one fetch from an instance's MetadataService. Default
+	// 3s. Remote metadata (storage "remote") is a ZooKeeper read, bounded
+	// by timeout like the others.
 	Timeout config.Duration `yaml:"timeout"`
 	// Concurrency: fetches under way at most. Default 8.
 	Concurrency int `yaml:"concurrency"`

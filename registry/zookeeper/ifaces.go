@@ -467,7 +467,10 @@ func (i *ifaces) publish(s *ifaceState) {
 	if i.z.applicationLevel() {
 		nodes = i.mergedNodes(s)
 	}
-	next := make(map[overridden]*cluster.Provider, len(s.reweighted))
+	var next map[overridden]*cluster.Provider // only overrides reweight (buildSnapshot)
+	if len(s.overrides) > 0 {
+		next = make(map[overridden]*cluster.Provider, len(s.reweighted))
+	}
 	for _, d := range s.dirs {
 		key := d.Key()
 		snap := buildSnapshot(key, nodes, s.overrides, s.reweighted, next)
@@ -586,6 +589,14 @@ func eachOrigin(key registry.ServiceKey, nodes []*providerNode, f func(addr stri
 // process restarted on an address the client is still backing off from.
 func (i *ifaces) redialNew(prev, snap []*cluster.Provider) {
 	if i.z.opts.Redial == nil {
+		return
+	}
+	if len(prev)*len(snap) <= 256 { // a service's few providers: no map
+		for _, p := range snap {
+			if !slices.Contains(prev, p) {
+				i.z.opts.Redial(p.Addr)
+			}
+		}
 		return
 	}
 	old := make(map[*cluster.Provider]bool, len(prev))

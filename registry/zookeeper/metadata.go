@@ -13,7 +13,9 @@ import (
 
 // This file is the instance metadata of application-level discovery
 // (apps.go): a cache per instance and revision, bounded beyond the entries
-// live instances use, and the fetches that fill it, run off the worker.
+// live instances use, and the fetches that fill it: remote metadata read
+// on the worker's session, an instance's own MetadataService called on a
+// helper goroutine.
 
 // metaKey identifies the metadata of one instance at one revision; of
 // every instance of the application at that revision when it is stored
@@ -131,8 +133,10 @@ func (ap *apps) fetchDue() {
 		if ap.fetching >= ap.z.opts.MetadataConcurrency {
 			return // onMetadata wakes the worker
 		}
+		if !ap.startFetch(e, inst) {
+			return // the session is full: a result wakes the worker
+		}
 		ap.toFetch.remove(e)
-		ap.startFetch(e, inst)
 	}
 }
 
@@ -146,9 +150,20 @@ func (e *metaEntry) instance() *registry.Instance {
 	return nil
 }
 
-// startFetch fetches e's metadata on a helper goroutine, which hands the
-// result to the worker.
-func (ap *apps) startFetch(e *metaEntry, inst *registry.Instance) {
+// startFetch fetches e's metadata: a remote one by reading its node on
+// the worker's session like any other read (metaRead: no goroutine waits
+// on it), one served by the instance on a helper goroutine, which hands
+// the result to the worker. False when the session has no room for
+// another read (maxInFlight): fetchDue tries again on a later step.
+func (ap *apps) startFetch(e *metaEntry, inst *registry.Instance) bool {
+	if storageType(inst) == "remote" && validNodeName(inst.App) && validNodeName(inst.Revision) {
+		if !ap.startMetaRead(&metaRead{entry: e, inst: inst}) {
+			return false
+		}
+		e.fetching = true
+		ap.fetching++
+		return true
+	}
 	e.fetching = true
 	ap.fetching++
 	conn := ap.session.client.conn
@@ -157,15 +172,75 @@ func (ap *apps) startFetch(e *metaEntry, inst *registry.Instance) {
 		info, err := ap.fetchMetadata(ctx, conn, inst)
 		cancel()
 		if err != nil {
-			err = fmt.Errorf("metadata of %s instance %s revision %s (storage %s): %w",
-				inst.App, e.key.instance, inst.Revision, storageType(inst), err)
+			err = fetchError(e, inst, err)
 		}
 		select {
 		case ap.metaDone <- metaResult{entry: e, info: info, err: err}:
 		case <-ap.z.quit:
 		}
 	})
+	return true
 }
+
+// fetchError names the fetch that failed.
+func fetchError(e *metaEntry, inst *registry.Instance, err error) error {
+	return fmt.Errorf("metadata of %s instance %s revision %s (storage %s): %w",
+		inst.App, e.key.instance, inst.Revision, storageType(inst), err)
+}
+
+// metaRead is a read of a revision's remote metadata node: first where
+// Java Dubbo writes it, then where dubbo-go does (metadataPaths).
+type metaRead struct {
+	entry *metaEntry
+	inst  *registry.Instance
+	path  int // the index in metadataPaths of the node read
+}
+
+// metadataPaths are where inst's remote metadata may be, in the order
+// they are read.
+func (ap *apps) metadataPaths(inst *registry.Instance) [2]string {
+	return [2]string{
+		ap.z.root + "/metadata/" + inst.App + "/" + inst.Revision, // Java Dubbo
+		ap.z.root + "/" + inst.App + "/" + inst.Revision,          // dubbo-go
+	}
+}
+
+func (ap *apps) startMetaRead(r *metaRead) bool {
+	return ap.session.startAsync(r, orAbsent(getData(ap.metadataPaths(r.inst)[r.path], false)))
+}
+
+// metaReadDone takes the answer of a metaRead: the metadata, or the
+// next node to read, or why there is none. ok is false while the fetch
+// goes on.
+func (ap *apps) metaReadDone(r *metaRead, res opResult) (m metaResult, ok bool) {
+	paths := ap.metadataPaths(r.inst)
+	m.entry = r.entry
+	switch {
+	case res.err != nil:
+		m.err = fmt.Errorf("reading %s: %w", paths[r.path], res.err)
+	case res.exists:
+		info, err := registry.ParseMetadataJSON(res.data)
+		if err != nil {
+			m.err = fmt.Errorf("parsing %s: %w", paths[r.path], err)
+		}
+		m.info = info
+	case r.path+1 < len(paths):
+		r.path++
+		if ap.startMetaRead(r) {
+			return m, false
+		}
+		m.err = fmt.Errorf("reading %s: %w", paths[r.path], errBusy)
+	default:
+		m.err = fmt.Errorf("neither %s nor %s exists", paths[0], paths[1])
+	}
+	if m.err != nil {
+		m.err = fetchError(r.entry, r.inst, m.err)
+	}
+	return m, true
+}
+
+// errBusy: the session had no room for another operation.
+var errBusy = errors.New("too many ZooKeeper operations in flight")
 
 func storageType(inst *registry.Instance) string {
 	if inst.StorageType == "" {
@@ -187,10 +262,7 @@ func (ap *apps) fetchMetadata(ctx context.Context, conn *zk.Conn, inst *registry
 	if !validNodeName(inst.App) || !validNodeName(inst.Revision) {
 		return nil, fmt.Errorf("app %q and revision %q cannot name a ZooKeeper node", inst.App, inst.Revision)
 	}
-	paths := [2]string{
-		ap.z.root + "/metadata/" + inst.App + "/" + inst.Revision, // Java Dubbo
-		ap.z.root + "/" + inst.App + "/" + inst.Revision,          // dubbo-go
-	}
+	paths := ap.metadataPaths(inst)
 	for _, path := range paths {
 		data, exists, err := ap.getWithin(ctx, conn, path)
 		if err != nil {

@@ -146,7 +146,7 @@ const maxInFlight = 64
 
 // startedOp is an operation started with start.
 type startedOp struct {
-	target  any    // *pathWatch or *consumerNode
+	target  any    // *pathWatch, *consumerNode or *metaRead
 	epoch   uint64 // session.epoch when it started
 	started time.Time
 	overdue bool // no answer within Timeout: counted as failed, still in the client

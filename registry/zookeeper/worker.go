@@ -199,6 +199,13 @@ func (w *worker) takeResults(r *round) {
 			if err := w.consumers.finish(t, current, d.res); err != nil && !d.op.overdue {
 				t.retry = r.fail(err)
 			}
+		case *metaRead:
+			if d.op.overdue {
+				break // counted as failed when it went overdue
+			}
+			if m, ok := w.apps.metaReadDone(t, d.res); ok {
+				w.onMetadata(m)
+			}
 		}
 	}
 	clear(w.results)
@@ -215,6 +222,9 @@ func (w *worker) takeResults(r *round) {
 			r.fail(fmt.Errorf("reading %s: %w", t.path, errGaveUp))
 		case *consumerNode:
 			r.fail(fmt.Errorf("consumer %s: %w", t.key, errGaveUp))
+		case *metaRead:
+			w.onMetadata(metaResult{entry: t.entry, err: fetchError(t.entry, t.inst,
+				fmt.Errorf("reading %s: %w", w.apps.metadataPaths(t.inst)[t.path], errGaveUp))})
 		}
 		w.holdUntil = r.now.Add(w.backoff)
 	}

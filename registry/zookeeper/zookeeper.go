@@ -78,7 +78,8 @@ type Options struct {
 	// (storage "local": its MetadataService); without it such instances
 	// are skipped. Metadata stored remotely is read from ZooKeeper.
 	Metadata registry.MetadataFetcher
-	// MetadataTimeout bounds one metadata fetch. Default 3s.
+	// MetadataTimeout bounds one fetch from a MetadataService (a remote
+	// metadata node is read within Timeout). Default 3s.
 	MetadataTimeout time.Duration
 	// MetadataConcurrency bounds the fetches under way. Default 8.
 	MetadataConcurrency int
