@@ -395,7 +395,9 @@ routes:
 // goroutines on one client connection. A third path, through a TCP
 // forwarder that copies bytes both ways and reads nothing (tcp-forward),
 // is the least any proxy can do: the ceiling of a proxy's throughput on
-// this machine.
+// this machine. A fourth, through nginx's gRPC proxy (grpc_pass, when
+// nginx is installed), is what a proxy that terminates HTTP/2 on both
+// sides, as the gateway must to route and filter each call, gets here.
 //
 //	go test -run '^$' -bench GRPCProxy -benchmem -count 5 .
 func BenchmarkGRPCProxy(b *testing.B) {
@@ -420,7 +422,11 @@ routes:
     upstream: grpc
 `, server))
 	forward := startTCPForwarder(b, server)
-	for _, c := range []struct{ name, addr string }{{"direct", server}, {"tcp-forward", forward}, {"gateway", gw.Addr()}} {
+	paths := []struct{ name, addr string }{{"direct", server}, {"tcp-forward", forward}, {"gateway", gw.Addr()}}
+	if nginx := startNginxGRPC(b, server); nginx != "" {
+		paths = append(paths, struct{ name, addr string }{"nginx", nginx})
+	}
+	for _, c := range paths {
 		conn, err := grpc.NewClient(c.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			b.Fatal(err)
