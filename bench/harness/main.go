@@ -71,6 +71,7 @@ type options struct {
 	profileDir       string
 	maxProfiles      int
 	gatewayBin       string
+	engines          []string
 	install          bool
 	latencyLoad      float64
 	timeout          time.Duration
@@ -94,6 +95,19 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.maxProfiles, "max-profiles", 4, "profile at most this many rows")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "where profiles go (default: a new temporary directory, kept)")
 	fs.StringVar(&o.gatewayBin, "gateway-bin", "", "use this dubbogw binary instead of building ./cmd/dubbogw")
+	fs.Func("engines", "also measure bare proxies on these server engines (comma-separated: nethttp, fasthttp, loop; built from test/interop/cmd/engineproxy): issue 18's candidates", func(v string) error {
+		for _, e := range strings.Split(v, ",") {
+			switch e = strings.TrimSpace(e); e {
+			case "nethttp", "fasthttp", "loop":
+				if !slices.Contains(o.engines, e) {
+					o.engines = append(o.engines, e)
+				}
+			default:
+				return fmt.Errorf("%q: want nethttp, fasthttp or loop", e)
+			}
+		}
+		return nil
+	})
 	fs.BoolVar(&o.install, "install", true, "apt-get install nginx and redis-server when missing")
 	fs.Float64Var(&o.latencyLoad, "latency-load", 0.5, "offered load of the latency runs, as a fraction of the lowest peak at the same connections")
 	fs.DurationVar(&o.timeout, "timeout", 8*time.Minute, "bound on the whole run")
@@ -178,6 +192,17 @@ func bench(ctx context.Context, o *options, spec planSpec, stdout io.Writer, log
 			return err
 		}
 	}
+	var engineBin string
+	if len(o.engines) > 0 {
+		root, err := moduleRoot(ctx)
+		if err != nil {
+			return err
+		}
+		logger.Info("building the engine proxies", "engines", o.engines)
+		if engineBin, err = buildEngineProxy(ctx, root, dir); err != nil {
+			return err
+		}
+	}
 	maxConns := 1
 	for _, c := range append(slices.Clone(spec.scalingConns), spec.mainConns) {
 		maxConns = max(maxConns, c)
@@ -190,6 +215,8 @@ func bench(ctx context.Context, o *options, spec planSpec, stdout io.Writer, log
 		providerCounts: spec.providerCounts,
 		maxConns:       maxConns,
 		redisTimeout:   o.redisTimeout,
+		engineBin:      engineBin,
+		engines:        o.engines,
 	}, logger)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ const (
 	kindNginxTLS                        // 6. row 2 over HTTPS (TLS between the client and nginx)
 	kindGatewayHTTPTLS                  // 6. row 3 over HTTPS, the same certificate
 	kindGatewayTriple                   // 7. row 4 over Triple, to the same provider process (issue 15)
+	kindEngine                          // 8. a bare server engine's proxy (-engines: issue 18's candidates)
 )
 
 // Base sizes: rows with other route or provider counts are the cost-growth rows.
@@ -41,6 +42,7 @@ type row struct {
 	peaks     []*loadResult // closed loop, one per round
 	lats      []*loadResult // open loop at rate, one per round
 	rate      float64       // calls per second of the latency runs
+	engine    string        // kindEngine: which engine
 }
 
 func (r *row) name() string {
@@ -71,6 +73,8 @@ func (r *row) name() string {
 		return "6. HTTPS → dubbogw → upstream"
 	case kindGatewayTriple:
 		return "7. dubbogw → Triple provider"
+	case kindEngine:
+		return "8. bare " + r.engine + " proxy → upstream"
 	}
 	return "?"
 }
@@ -81,7 +85,7 @@ func (r *row) id() string {
 		kindDirect: "direct", kindNginx: "nginx", kindGatewayHTTP: "gateway-http", kindGatewayDubbo: "gateway-dubbo",
 		kindGatewayHTTPAuth: "gateway-http-auth", kindGatewayDubboAuth: "gateway-dubbo-auth",
 		kindGatewayHTTPStandard: "gateway-http-standard", kindNginxTLS: "nginx-tls", kindGatewayHTTPTLS: "gateway-http-tls",
-		kindGatewayTriple: "gateway-triple",
+		kindGatewayTriple: "gateway-triple", kindEngine: "engine-" + r.engine,
 	}
 	return fmt.Sprintf("%s-c%d-r%d-p%d", names[r.kind], r.conns, r.routes, r.providers)
 }
@@ -118,6 +122,9 @@ func newPlan(s *stack, spec planSpec) *plan {
 			add(&row{kind: kindNginx, conns: c, routes: baseRoutes, providers: baseProviders, url: s.nginx + "/http/users/42"})
 			add(gwRow(kindGatewayHTTP, c, base, baseProviders, "/http/users/42"))
 			add(gwRow(kindGatewayDubbo, c, base, baseProviders, "/api/users/42"))
+			for _, e := range s.engines {
+				add(&row{kind: kindEngine, engine: e.name, conns: c, routes: baseRoutes, providers: baseProviders, url: e.url + "/http/users/42"})
+			}
 		}
 		if c != spec.mainConns {
 			continue

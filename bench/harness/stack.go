@@ -33,6 +33,13 @@ type stack struct {
 	redis     string   // host:port
 	gateways  map[int]*gatewayProc
 	token     string // the auth rows' token, stored in Redis
+	engines   []engineProc
+}
+
+// engineProc is one bare engine proxy (test/interop/cmd/engineproxy).
+type engineProc struct {
+	name string
+	url  string // http://127.0.0.1:port
 }
 
 // gatewayProc is one running gateway binary.
@@ -52,6 +59,8 @@ type stackSpec struct {
 	providerCounts []int // the largest is how many provider ports
 	maxConns       int   // keep-alive pools are sized for it
 	redisTimeout   time.Duration
+	engineBin      string   // test/interop/cmd/engineproxy, built when engines are measured
+	engines        []string // the engines to measure (-engines)
 }
 
 // startTimeout bounds each process's start.
@@ -129,7 +138,32 @@ func startStack(ctx context.Context, dir string, self []string, spec stackSpec, 
 		return nil, err
 	}
 	logger.Info("nginx up", "url", s.nginx)
+	for _, name := range spec.engines {
+		c, addr, err := startReporting(dir, "engine-"+name, startTimeout, spec.engineBin, "-engine", name,
+			"-upstream", strings.TrimPrefix(s.upstream, "http://"), "-listen", "127.0.0.1:0", "-conns", strconv.Itoa(spec.maxConns))
+		if err != nil {
+			return nil, err
+		}
+		s.children = append(s.children, c)
+		s.engines = append(s.engines, engineProc{name: name, url: "http://" + addr})
+		logger.Info("bare engine proxy up", "engine", name, "addr", addr)
+	}
 	return s, nil
+}
+
+// buildEngineProxy builds test/interop/cmd/engineproxy (the test module,
+// which holds fasthttp) into dir.
+func buildEngineProxy(ctx context.Context, root, dir string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	bin := filepath.Join(dir, "engineproxy")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/engineproxy")
+	cmd.Dir = filepath.Join(root, "test", "interop")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building the engine proxies (go build ./cmd/engineproxy in %s): %w\n%s", cmd.Dir, err, out)
+	}
+	return bin, nil
 }
 
 // Close stops every process, the last started first.
