@@ -39,6 +39,7 @@ server:
   trusted_proxies: ["10.0.0.0/8", "192.0.2.7", "::1"]
   identity_headers: [X-User-Id, X-Tenant-Admin]
   h2c: false
+  engine: net/http
   body_grace: 5s
   min_body_rate: 0
   write_timeout: 20s
@@ -195,6 +196,7 @@ func TestParseFullConfig(t *testing.T) {
 			TrustedProxies:    []string{"10.0.0.0/8", "192.0.2.7", "::1"},
 			IdentityHeaders:   []string{"X-User-Id", "X-Tenant-Admin"},
 			H2C:               ptr(false),
+			Engine:            "net/http",
 
 			BodyGrace:            D(5 * time.Second),
 			MinBodyRate:          ptr(config.ByteSize(0)),

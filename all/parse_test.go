@@ -148,6 +148,7 @@ func TestParseRefusesMistakes(t *testing.T) {
 			[]want{{"upstreams.users.targets[0].weight", "want an integer, got the number 1.5", 8}}},
 		{"yes for a bool", base + "admin: {pprof: yes}\n", []want{{"admin.pprof", "want true or false", 14}}},
 		{"string for a bool pointer", base + "server: {h2c: \"true\"}\n", []want{{"server.h2c", "(drop the quotes)", 14}}},
+		{"unknown engine", base + "server: {engine: fasthttp}\n", []want{{"server.engine", `"fasthttp": want "loop" or "net/http"`, 14}}},
 
 		// Durations and sizes.
 		{"duration without unit", base + "server: {idle_timeout: 5}\n", []want{{"server.idle_timeout", `duration "5" has no unit`, 14}}},

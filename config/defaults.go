@@ -2,6 +2,12 @@ package config
 
 import "time"
 
+// server.engine's values.
+const (
+	EngineLoop    = "loop"
+	EngineNetHTTP = "net/http"
+)
+
 // The documented defaults (see the field comments in types.go).
 const (
 	DefaultListen            = ":8080"
@@ -57,6 +63,7 @@ func Defaults(c *Config) {
 	SetDefault(&s.MaxBodyBytes, DefaultMaxBodyBytes)
 	SetDefaultPtr(&s.MaxInFlight, DefaultMaxInFlight)
 	SetDefaultPtr(&s.H2C, true)
+	SetDefault(&s.Engine, EngineLoop)
 	if s.IdentityHeaders == nil {
 		s.IdentityHeaders = DefaultIdentityHeaders()
 	}

@@ -125,6 +125,12 @@ type Server struct {
 	IdentityHeaders []string `yaml:"identity_headers"`
 	// H2C serves HTTP/2 without TLS (prior knowledge) beside HTTP/1.1. Default true.
 	H2C *bool `yaml:"h2c"`
+	// Engine serves HTTP/1.1 on the plain listener: "loop", the gateway's
+	// own server loop (internal/h1: fewer copies and system calls per
+	// request, pipelined answers written together), or "net/http", Go's
+	// server. Both accept and refuse the same requests; h2c connections
+	// are served by net/http either way. Default loop.
+	Engine string `yaml:"engine"`
 	// BodyGrace is the time a request body may take before MinBodyRate
 	// applies: a body of n bytes must be complete within body_grace +
 	// n/min_body_rate of the request's start, and never later than the

@@ -65,6 +65,9 @@ func validate(c *Config) problems {
 	s := &c.Server
 	check("server.read_header_timeout", Positive(s.ReadHeaderTimeout))
 	check("server.idle_timeout", Positive(s.IdleTimeout))
+	if s.Engine != EngineLoop && s.Engine != EngineNetHTTP {
+		ps.add("server.engine", 0, "%q: want %q or %q", s.Engine, EngineLoop, EngineNetHTTP)
+	}
 	if s.MaxHeaderBytes < 1<<10 {
 		ps.add("server.max_header_bytes", 0, "%d bytes is too small: at least 1KiB", s.MaxHeaderBytes)
 	}

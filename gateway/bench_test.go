@@ -40,12 +40,15 @@ func BenchmarkGateway(b *testing.B) {
 	for i := 0; i < 999; i++ {
 		fmt.Fprintf(&routes, "  - {name: r%d, match: {path: \"/svc%d/items/{id}\", methods: [GET]}, upstream: b}\n", i, i)
 	}
-	dir := b.TempDir()
-	yml := fmt.Sprintf(`
+	// One gateway per HTTP/1.1 engine, the same configuration otherwise.
+	start := func(engine string) *Gateway {
+		dir := b.TempDir()
+		yml := fmt.Sprintf(`
 listen: "127.0.0.1:0"
 admin: {listen: "127.0.0.1:0"}
 access_log: {output: %q}
 shutdown: {delay: 0s}
+server: {engine: %q}
 upstreams:
   b: {targets: [{url: %q}]}
 routes:
@@ -55,24 +58,30 @@ routes:
       - headers: {request: {set: {X-Tenant: blue}}, response: {set: {X-Gateway: dubbogw}}}
       - rewrite: {path: "/items/{id}"}
     upstream: b
-`, filepath.Join(dir, "access.log"), backend.URL, routes.String())
-	path := filepath.Join(dir, "gw.yaml")
-	if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
-		b.Fatal(err)
+`, filepath.Join(dir, "access.log"), engine, backend.URL, routes.String())
+		path := filepath.Join(dir, "gw.yaml")
+		if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		g, err := New(Options{Load: func() (*config.Config, error) { return config.Load(path) }, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := g.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		return g
 	}
-	g, err := New(Options{Load: func() (*config.Config, error) { return config.Load(path) }, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := g.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	g := start(config.EngineLoop)
 	defer g.Shutdown(context.Background())
+	gn := start(config.EngineNetHTTP)
+	defer gn.Shutdown(context.Background())
 
 	for _, bc := range []struct{ name, url string }{
 		{"direct", backend.URL + "/items/42"},
 		{"httputil", plain.URL + "/items/42"},
 		{"dubbogw", "http://" + g.Addr() + "/api/items/42"},
+		{"dubbogw-nethttp", "http://" + gn.Addr() + "/api/items/42"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			tr := &http.Transport{MaxIdleConnsPerHost: 8}

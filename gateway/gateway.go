@@ -33,6 +33,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo/provider"
 	"github.com/dubbogw/dubbogw/dubboroute"
 	"github.com/dubbogw/dubbogw/filter/accesslog"
+	"github.com/dubbogw/dubbogw/internal/h1"
 	"github.com/dubbogw/dubbogw/observe"
 	"github.com/dubbogw/dubbogw/proxy"
 	"github.com/dubbogw/dubbogw/redisclient"
@@ -81,22 +82,23 @@ type Gateway struct {
 	bg       sync.WaitGroup
 	stop     chan struct{} // closed by Shutdown: ends background goroutines
 
-	data, admin, demoHTTP *http.Server
-	dataTLS               *http.Server // nil without a tls: listener
-	demoDubbo             *provider.Server
-	dubbo                 *dubbo.Client
-	triple                *triple.Client
-	dataLn, adminLn       net.Listener
-	tlsLn                 net.Listener
-	connCounts            *connCounts // the connection caps' counts, both data listeners
-	hijacked              connSet
-	conns                 connStates         // the data plane's connections, for the drain
-	edgeLog               observe.LogSampler // bounds the log lines of refused requests
-	startCfg              *config.Config
-	writeTimeout          time.Duration // server.write_timeout, fixed at Start
-	started               time.Time     // New's, for the uptime
-	build                 observe.BuildInfo
-	reloads               reloadLog // for /admin/summary
+	data            dataServer // the plain listener's: the loop (internal/h1) or net/http
+	admin, demoHTTP *http.Server
+	dataTLS         *http.Server // nil without a tls: listener
+	demoDubbo       *provider.Server
+	dubbo           *dubbo.Client
+	triple          *triple.Client
+	dataLn, adminLn net.Listener
+	tlsLn           net.Listener
+	connCounts      *connCounts // the connection caps' counts, both data listeners
+	hijacked        connSet
+	conns           connStates         // the data plane's connections, for the drain
+	edgeLog         observe.LogSampler // bounds the log lines of refused requests
+	startCfg        *config.Config
+	writeTimeout    time.Duration // server.write_timeout, fixed at Start
+	started         time.Time     // New's, for the uptime
+	build           observe.BuildInfo
+	reloads         reloadLog // for /admin/summary
 }
 
 // New loads the configuration and builds the first route table. Nothing
@@ -321,7 +323,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		protocols.SetUnencryptedHTTP2(true)
 	}
 	g.writeTimeout = cfg.Server.WriteTimeout.D()
-	g.data = &http.Server{
+	std := &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.D(),
 		WriteTimeout:      g.writeTimeout, // renewed by each write (recorder.armWrite)
@@ -331,6 +333,22 @@ func (g *Gateway) Start(ctx context.Context) error {
 		ConnState:         g.conns.track,
 		HTTP2:             g.http2Config(cfg.Server),
 		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
+	}
+	g.data = std
+	if cfg.Server.Engine != config.EngineNetHTTP {
+		loop := &h1.Server{
+			Handler:           g,
+			ReadHeaderTimeout: std.ReadHeaderTimeout,
+			WriteTimeout:      std.WriteTimeout,
+			IdleTimeout:       std.IdleTimeout,
+			MaxHeaderBytes:    std.MaxHeaderBytes,
+			ConnState:         g.conns.track,
+			Log:               g.log,
+		}
+		if protocols.UnencryptedHTTP2() {
+			loop.H2C = std // h2c connections are handed to net/http whole
+		}
+		g.data = loop
 	}
 	g.serveBackground("data", g.data, g.dataLn)
 	if err := g.startTLS(ctx, &lc, cfg); err != nil {
@@ -385,7 +403,14 @@ func (g *Gateway) returnStartupMemory(t *table) {
 		"after", time.Since(start).Round(time.Millisecond), "heap_bytes", ms.HeapAlloc, "sys_bytes", ms.Sys-ms.HeapReleased)
 }
 
-func (g *Gateway) serveBackground(name string, srv *http.Server, ln net.Listener) {
+// dataServer is what serves a listener: *http.Server or *h1.Server.
+type dataServer interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
+}
+
+func (g *Gateway) serveBackground(name string, srv dataServer, ln net.Listener) {
 	g.log.Info("listening", "listener", name, "addr", ln.Addr().String())
 	g.bg.Add(1)
 	go func() {
@@ -486,8 +511,9 @@ func restartOnly(old, cfg *config.Config) []string {
 		out = append(out, "dubbo (client settings; dubbo.types and dubbo.references do apply)")
 	}
 	if old.Server.ReadHeaderTimeout != cfg.Server.ReadHeaderTimeout || old.Server.IdleTimeout != cfg.Server.IdleTimeout ||
-		old.Server.MaxHeaderBytes != cfg.Server.MaxHeaderBytes || !sameBool(old.Server.H2C, cfg.Server.H2C) {
-		out = append(out, "server (timeouts, max_header_bytes, h2c)")
+		old.Server.MaxHeaderBytes != cfg.Server.MaxHeaderBytes || !sameBool(old.Server.H2C, cfg.Server.H2C) ||
+		old.Server.Engine != cfg.Server.Engine {
+		out = append(out, "server (timeouts, max_header_bytes, h2c, engine)")
 	}
 	if !listenerLimitsEqual(old.Server, cfg.Server) {
 		out = append(out, "server (write_timeout, max_connections, max_connections_per_ip, max_concurrent_streams)")

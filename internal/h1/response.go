@@ -1,0 +1,425 @@
+package h1
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// bufferBeforeChunking is how much of a body of unknown length is held
+// before the head goes out: an answer that ends within it gets a
+// Content-Length, a longer one is chunked (net/http's
+// bufferBeforeChunkingSize).
+const bufferBeforeChunking = 2048
+
+// response is the http.ResponseWriter of one request, and the request's
+// state the loop keeps per exchange.
+type response struct {
+	c        *conn
+	req      *http.Request
+	reqValue http.Request // the request before WithContext
+	values   []string     // backs the request header's values
+	body     requestBody
+
+	header        http.Header
+	status        int  // the final status; 0 until WriteHeader
+	committed     bool // the head is in the write buffer
+	contentLength int64
+	written       int64
+	chunked       bool
+	closeAfter    bool // Connection: close on this answer, then close
+	failed        bool // a write failed: the connection is broken
+	hijacked      bool
+	handlerDone   bool
+	bodyLeft      bool   // the request's body was not all read when the head went out
+	held          []byte // body held before the head goes out (unknown length); the connection's buffer
+	// bodyAllowedForHead: not a HEAD request (a HEAD's answer has no body).
+	bodyAllowedForHead bool
+}
+
+// Header implements http.ResponseWriter.
+func (w *response) Header() http.Header { return w.header }
+
+// WriteHeader implements http.ResponseWriter: an informational status
+// (1xx but 101) goes out at once with the header so far; the first
+// other status is the answer's.
+func (w *response) WriteHeader(code int) {
+	if w.hijacked || w.status != 0 {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic("invalid WriteHeader code " + strconv.Itoa(code))
+	}
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		bw := w.c.bw
+		_, _ = bw.WriteString("HTTP/1.1 " + statusLine(code) + "\r\n")
+		w.writeFields(bw)
+		_, _ = bw.WriteString("\r\n")
+		if bw.Flush() != nil {
+			w.failed = true
+		}
+		return
+	}
+	w.status = code
+	if cl := w.header.Get("Content-Length"); cl != "" {
+		if n, err := strconv.ParseInt(strings.TrimSpace(cl), 10, 64); err == nil && n >= 0 {
+			w.contentLength = n
+		} else {
+			w.header.Del("Content-Length") // as net/http: logged there, dropped here
+		}
+	}
+}
+
+// bodyAllowed reports whether the status allows a body.
+func (w *response) bodyAllowed() bool {
+	s := w.status
+	return !(s >= 100 && s <= 199 || s == http.StatusNoContent || s == http.StatusNotModified)
+}
+
+// Write implements http.ResponseWriter.
+func (w *response) Write(p []byte) (int, error) {
+	if w.hijacked {
+		return 0, http.ErrHijacked
+	}
+	if w.handlerDone {
+		return 0, errAfterHandler
+	}
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if !w.bodyAllowed() {
+		return 0, http.ErrBodyNotAllowed
+	}
+	w.written += int64(len(p))
+	if w.contentLength >= 0 && w.written > w.contentLength {
+		return 0, http.ErrContentLength
+	}
+	if !w.committed {
+		if w.contentLength < 0 && len(w.held)+len(p) <= bufferBeforeChunking {
+			if w.held == nil {
+				w.held = w.c.held[:0]
+			}
+			w.held = append(w.held, p...)
+			return len(p), nil
+		}
+		w.commit(p)
+		if w.held != nil {
+			held := w.held
+			w.held = nil
+			if err := w.writeBody(held); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := w.writeBody(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// writeBody writes p as the answer's framing says.
+func (w *response) writeBody(p []byte) error {
+	if !w.bodyAllowedForHead {
+		return nil // a HEAD's answer: counted, not sent
+	}
+	if w.failed {
+		return errWriteFailed
+	}
+	bw := w.c.bw
+	var err error
+	if w.chunked {
+		_, _ = bw.WriteString(strconv.FormatInt(int64(len(p)), 16))
+		_, _ = bw.WriteString("\r\n")
+		_, _ = bw.Write(p)
+		_, err = bw.WriteString("\r\n")
+	} else {
+		_, err = bw.Write(p)
+	}
+	if err != nil {
+		w.failed = true
+		return err
+	}
+	return nil
+}
+
+var (
+	errWriteFailed  = errors.New("h1: an earlier write on the connection failed")
+	errAfterHandler = errors.New("h1: write after the handler returned")
+)
+
+// commit writes the head: the status line, the handler's fields, and
+// what the loop adds (Date, Content-Type by sniffing first, the
+// framing, Connection). first is the first body bytes (for sniffing).
+func (w *response) commit(first []byte) {
+	w.committed = true
+	h := w.header
+	bw := w.c.bw
+	if w.c.s.inShutdown.Load() {
+		w.closeAfter = true
+	}
+	if conn := h["Connection"]; len(conn) > 0 && hasToken(conn, "close") {
+		w.closeAfter = true
+	}
+	if !w.closeAfter && !w.req.Close && !w.body.settle() {
+		w.closeAfter = true
+	}
+	w.bodyLeft = w.body.kind != bodyNone && !w.body.eof
+	_, _ = bw.WriteString("HTTP/1.1 ")
+	_, _ = bw.WriteString(statusLine(w.status))
+	_, _ = bw.WriteString("\r\n")
+	allowed := w.bodyAllowed()
+	if allowed && w.contentLength < 0 {
+		switch {
+		case w.handlerDone && (w.bodyAllowedForHead || len(w.held) > 0):
+			w.contentLength = int64(len(w.held))
+		case !w.bodyAllowedForHead: // a HEAD's longer answer: no length, no framing
+		case w.req.ProtoAtLeast(1, 1):
+			w.chunked = true
+		default:
+			w.closeAfter = true // HTTP/1.0: the close ends the body
+		}
+	}
+	if _, ok := h["Content-Type"]; !ok && allowed {
+		sniff := first
+		if len(w.held) > 0 {
+			sniff = w.held
+		}
+		if len(sniff) > 0 {
+			_, _ = bw.WriteString("Content-Type: ")
+			_, _ = bw.WriteString(http.DetectContentType(sniff))
+			_, _ = bw.WriteString("\r\n")
+		}
+	}
+	if _, ok := h["Date"]; !ok {
+		_, _ = bw.WriteString("Date: ")
+		_, _ = bw.Write(w.c.s.date())
+		_, _ = bw.WriteString("\r\n")
+	}
+	w.writeFields(bw)
+	switch {
+	case w.chunked:
+		_, _ = bw.WriteString("Transfer-Encoding: chunked\r\n")
+	case w.contentLength >= 0 && allowed && (w.status != http.StatusNoContent):
+		_, _ = bw.WriteString("Content-Length: ")
+		_, _ = bw.WriteString(strconv.FormatInt(w.contentLength, 10))
+		_, _ = bw.WriteString("\r\n")
+	}
+	switch {
+	case w.closeAfter:
+		_, _ = bw.WriteString("Connection: close\r\n")
+	case w.req.ProtoMajor == 1 && w.req.ProtoMinor == 0:
+		_, _ = bw.WriteString("Connection: keep-alive\r\n")
+	}
+	_, _ = bw.WriteString("\r\n")
+}
+
+// writeFields writes the handler's header fields but the framing and
+// Connection, which the loop writes itself. Names that are not tokens
+// are dropped and CR/LF in values become spaces, as net/http does, so
+// no handler can split the answer.
+func (w *response) writeFields(bw *bufio.Writer) {
+	for k, vv := range w.header {
+		switch k {
+		case "Content-Length", "Transfer-Encoding", "Connection":
+			continue
+		}
+		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) {
+			continue
+		}
+		for _, v := range vv {
+			_, _ = bw.WriteString(k)
+			_, _ = bw.WriteString(": ")
+			writeValue(bw, v)
+			_, _ = bw.WriteString("\r\n")
+		}
+	}
+}
+
+// writeValue writes a field value with CR and LF made spaces and the
+// blanks around it trimmed (net/http's headerNewlineToSpace and
+// TrimString).
+func writeValue(bw *bufio.Writer, v string) {
+	v = strings.Trim(v, " \t")
+	if strings.IndexByte(v, '\r') < 0 && strings.IndexByte(v, '\n') < 0 {
+		_, _ = bw.WriteString(v)
+		return
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		_ = bw.WriteByte(c)
+	}
+}
+
+// finish completes the answer once the handler returned: the head if
+// not out yet, the held body, the last chunk and trailers.
+func (w *response) finish() {
+	w.handlerDone = true
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed {
+		w.commit(nil)
+		if len(w.held) > 0 {
+			held := w.held
+			w.held = nil
+			_ = w.writeBody(held)
+		}
+	}
+	if w.chunked && !w.failed {
+		bw := w.c.bw
+		_, _ = bw.WriteString("0\r\n")
+		w.writeTrailers(bw)
+		if _, err := bw.WriteString("\r\n"); err != nil {
+			w.failed = true
+		}
+	}
+	if w.bodyAllowedForHead && w.contentLength >= 0 && w.bodyAllowed() && w.written != w.contentLength {
+		w.closeAfter = true // short of its Content-Length: the client must see the close
+	}
+}
+
+// writeTrailers writes the trailers the handler set: the keys declared
+// in Trailer, and those set with http.TrailerPrefix.
+func (w *response) writeTrailers(bw *bufio.Writer) {
+	for k, vv := range w.header {
+		name, ok := strings.CutPrefix(k, http.TrailerPrefix)
+		if !ok {
+			if !w.declared(k) {
+				continue
+			}
+			name = k
+		}
+		if !httpguts.ValidHeaderFieldName(name) {
+			continue
+		}
+		for _, v := range vv {
+			_, _ = bw.WriteString(name)
+			_, _ = bw.WriteString(": ")
+			writeValue(bw, v)
+			_, _ = bw.WriteString("\r\n")
+		}
+	}
+}
+
+// declared reports whether the header's Trailer field names k.
+func (w *response) declared(k string) bool {
+	for _, v := range w.header["Trailer"] {
+		for _, t := range strings.Split(v, ",") {
+			if http.CanonicalHeaderKey(strings.TrimSpace(t)) == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Flush sends what is written so far (the head first, chunked when the
+// length is unknown).
+func (w *response) Flush() { _ = w.FlushError() }
+
+// FlushError is Flush with its error (http.ResponseController).
+func (w *response) FlushError() error {
+	if w.hijacked {
+		return http.ErrHijacked
+	}
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed {
+		w.commit(nil)
+		if len(w.held) > 0 {
+			held := w.held
+			w.held = nil
+			if err := w.writeBody(held); err != nil {
+				return err
+			}
+		}
+	}
+	if w.failed {
+		return errWriteFailed
+	}
+	if err := w.c.bw.Flush(); err != nil {
+		w.failed = true
+		return err
+	}
+	return nil
+}
+
+// Hijack hands the connection to the handler (http.Hijacker): the loop
+// lets go of it, unflushed answer bytes are sent first.
+func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	c := w.c
+	c.cr.disarm()
+	if err := c.bw.Flush(); err != nil {
+		return nil, nil, err
+	}
+	w.hijacked = true
+	c.s.forget(c)
+	c.setState(http.StateHijacked)
+	_ = c.rwc.SetDeadline(time.Time{})
+	return c.rwc, bufio.NewReadWriter(c.br, c.bw), nil
+}
+
+// SetReadDeadline sets the connection's read deadline (http.ResponseController).
+func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the connection's write deadline (http.ResponseController).
+func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
+
+// hasToken reports whether a comma-separated list field holds token.
+func hasToken(vv []string, token string) bool {
+	for _, v := range vv {
+		if containsToken([]byte(v), token) {
+			return true
+		}
+	}
+	return false
+}
+
+// statusLine is "code text".
+func statusLine(code int) string {
+	switch code {
+	case 200:
+		return "200 OK"
+	case 404:
+		return "404 Not Found"
+	}
+	text := http.StatusText(code)
+	if text == "" {
+		text = "status code " + strconv.Itoa(code)
+	}
+	return strconv.Itoa(code) + " " + text
+}
+
+// dateCache is the Date field's value, made once per second.
+type dateCache struct {
+	sec int64
+	b   []byte
+}
+
+// date is the current Date value (http.TimeFormat), shared by every
+// answer of the same second.
+func (s *Server) date() []byte {
+	now := time.Now()
+	if d := s.dates.Load(); d != nil && d.sec == now.Unix() {
+		return d.b
+	}
+	d := &dateCache{sec: now.Unix(), b: now.UTC().AppendFormat(nil, http.TimeFormat)}
+	s.dates.Store(d)
+	return d.b
+}
