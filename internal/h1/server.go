@@ -81,9 +81,10 @@ func (s *Server) Serve(ln net.Listener) error {
 			if s.inShutdown.Load() {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// Out of descriptors and the like: wait, as net/http does.
+			if temporary(err) {
+				// Out of descriptors (EMFILE), a connection reset before
+				// it was accepted and the like: wait and go on, as
+				// net/http does; never stop serving for them.
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 				s.logger().Warn("accept failed; retrying", "error", err, "delay", delay)
 				time.Sleep(delay)
@@ -98,6 +99,14 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		go c.serve() // owned by the connection: ends when it closes, or by Close
 	}
+}
+
+// temporary reports whether an Accept error passes (net/http's test:
+// the error's Temporary method, which syscall.Errno has for EMFILE,
+// ENFILE, ECONNABORTED and the like).
+func temporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
 }
 
 func (s *Server) logger() *slog.Logger {

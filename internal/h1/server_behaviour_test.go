@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -310,5 +313,51 @@ idle:
 	t0 := time.Now()
 	if _, err := br.ReadByte(); err == nil || time.Since(t0) > 5*time.Second {
 		t.Fatalf("an idle connection was kept %s (err %v); idle timeout 300ms", time.Since(t0), err)
+	}
+}
+
+// flakyListener fails its first Accept calls with EMFILE, as a process
+// out of file descriptors sees.
+type flakyListener struct {
+	net.Listener
+	fails atomic.Int32
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.fails.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptOutOfDescriptors: running out of file descriptors for a
+// while does not stop the server (a client opening connections until
+// the process has none left must not end the data plane).
+func TestAcceptOutOfDescriptors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := &flakyListener{Listener: ln}
+	fl.fails.Store(3)
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "up") }),
+		ReadHeaderTimeout: 5 * time.Second, Log: slog.New(slog.DiscardHandler)}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(fl) }()
+	defer s.Close()
+	client := &http.Client{Timeout: 10 * time.Second}
+	res, err := client.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatalf("after EMFILE: %v", err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(b) != "up" {
+		t.Fatalf("got %q", b)
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned %v", err)
+	default:
 	}
 }
