@@ -405,7 +405,27 @@ func (c *conn) serve() {
 				return
 			}
 		}
+		c.shrink()
 		c.setState(http.StateIdle)
+	}
+}
+
+// keepBytes bounds what an idle connection keeps of the buffers a large
+// head grew (its copy, the line-by-line gathering, the field list): a
+// client that sends one 64 KiB head per connection must not make every
+// connection hold that much while idle.
+const keepBytes = 8 << 10
+
+// shrink lets go of buffers a large head grew.
+func (c *conn) shrink() {
+	if cap(c.big) > keepBytes {
+		c.big = nil
+	}
+	if cap(c.head.buf) > keepBytes {
+		c.head.buf = nil
+	}
+	if cap(c.head.Fields) > keepBytes/64 {
+		c.head.Fields = nil
 	}
 }
 

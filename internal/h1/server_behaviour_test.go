@@ -361,3 +361,22 @@ func TestAcceptOutOfDescriptors(t *testing.T) {
 	default:
 	}
 }
+
+// TestIdleConnectionKeepsNoLargeBuffers: after a head near the limit,
+// an idle keep-alive connection holds no more than keepBytes of it.
+func TestIdleConnectionKeepsNoLargeBuffers(t *testing.T) {
+	c := &conn{s: &Server{}}
+	c.big = make([]byte, 0, 64<<10)
+	c.head.buf = make([]byte, 0, 64<<10)
+	c.head.Fields = make([]Field, 0, 20000)
+	c.shrink()
+	if cap(c.big) > keepBytes || cap(c.head.buf) > keepBytes || cap(c.head.Fields)*48 > keepBytes {
+		t.Fatalf("kept %d, %d bytes and %d fields", cap(c.big), cap(c.head.buf), cap(c.head.Fields))
+	}
+	small := make([]byte, 0, 1024)
+	c.head.buf = small
+	c.shrink()
+	if cap(c.head.buf) != 1024 {
+		t.Error("a small buffer was dropped: every request would allocate it again")
+	}
+}
