@@ -310,20 +310,15 @@ func (h *Head) check() error {
 	if !supported {
 		return &Error{Status: 505, Reason: "unsupported protocol version"}
 	}
-	if h.spacedName {
-		return bad("invalid header name")
-	}
-	if h.H2Preface {
-		if hosts == 1 && !httpguts.ValidHostHeader(string(host)) {
-			return bad("malformed Host header")
-		}
-		return nil
-	}
-	if (h.Major > 1 || h.Minor >= 1) && hosts == 0 && string(h.Method) != "CONNECT" {
+	// net/http's server checks, in its order: Host, then field names.
+	if !h.H2Preface && (h.Major > 1 || h.Minor >= 1) && hosts == 0 && string(h.Method) != "CONNECT" {
 		return bad("missing required Host header")
 	}
 	if hosts == 1 && !httpguts.ValidHostHeader(string(host)) {
 		return bad("malformed Host header")
+	}
+	if h.spacedName {
+		return bad("invalid header name")
 	}
 	return nil
 }

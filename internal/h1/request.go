@@ -1,6 +1,8 @@
 package h1
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -355,36 +357,58 @@ func (b *requestBody) Close() error {
 	return nil
 }
 
-// readTrailer reads the trailer section after the last chunk, bounded
-// as a head is; its fields fill the request's Trailer.
+// readTrailer reads the trailer section after the last chunk as
+// net/http's body does: an empty one is CRLF; any other must end with
+// CRLFCRLF within the read buffer (4 KiB), and its fields are read by
+// textproto into the request's Trailer.
 func (b *requestBody) readTrailer() error {
-	limit := b.c.s.MaxHeaderBytes
-	if limit <= 0 {
-		limit = defaultMaxHeaderBytes
+	br := b.c.br
+	buf, err := br.Peek(2)
+	if string(buf) == "\r\n" {
+		_, _ = br.Discard(2)
+		return nil
 	}
-	read := 0
-	for {
-		line, err := b.c.br.ReadSlice('\n')
-		read += len(line)
-		if read > limit {
-			return errors.New("h1: trailer section too large")
+	if len(buf) < 2 {
+		return errTrailerEOF
+	}
+	if err != nil {
+		return err
+	}
+	if !upcomingDoubleCRLF(br) {
+		return errTrailerTooLong
+	}
+	hdr, err := textproto.NewReader(br).ReadMIMEHeader()
+	if err != nil {
+		return err
+	}
+	if b.req == nil {
+		return nil
+	}
+	if b.req.Trailer == nil {
+		b.req.Trailer = http.Header(hdr)
+		return nil
+	}
+	for k, vv := range hdr {
+		b.req.Trailer[k] = vv
+	}
+	return nil
+}
+
+var (
+	errTrailerEOF     = errors.New("http: unexpected EOF reading trailer")
+	errTrailerTooLong = errors.New("http: suspiciously long trailer after chunked body")
+)
+
+// upcomingDoubleCRLF reports whether CRLFCRLF comes before the read
+// buffer is full (net/http's seeUpcomingDoubleCRLF).
+func upcomingDoubleCRLF(br *bufio.Reader) bool {
+	for size := 4; ; size++ {
+		buf, err := br.Peek(size)
+		if bytes.HasSuffix(buf, []byte("\r\n\r\n")) {
+			return true
 		}
 		if err != nil {
-			if err == io.EOF {
-				return io.ErrUnexpectedEOF
-			}
-			return err
-		}
-		if len(line) == 2 && line[0] == '\r' || len(line) == 1 {
-			return nil
-		}
-		k, v, ok := strings.Cut(strings.TrimRight(string(line), "\r\n"), ":")
-		if !ok {
-			return errors.New("h1: malformed trailer line")
-		}
-		k = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(k))
-		if b.req != nil && b.req.Trailer != nil {
-			b.req.Trailer[k] = append(b.req.Trailer[k], strings.TrimSpace(v))
+			return false
 		}
 	}
 }

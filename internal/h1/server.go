@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -277,6 +278,7 @@ type conn struct {
 	held   [bufferBeforeChunking]byte // an answer's body held before its head (response.held)
 	// afterPost: the last request was a POST (see readHead).
 	afterPost bool
+	served    int // requests served on the connection
 
 	stateMu sync.Mutex // state and closing, for Shutdown's closeIdle
 	state   http.ConnState
@@ -384,6 +386,7 @@ func (c *conn) serve() {
 		r := &response{}
 		keep := c.serveOne(r, n)
 		c.afterPost = r.reqValue.Method == http.MethodPost
+		c.served++
 		if r.hijacked {
 			hijacked = true
 			return
@@ -433,7 +436,7 @@ func (c *conn) shrink() {
 // timeout, then arms the header deadline; false: the connection ends.
 func (c *conn) awaitRequest() bool {
 	s := c.s
-	if c.br.Buffered() == 0 {
+	if c.br.Buffered() < 4 {
 		idle := s.IdleTimeout
 		if idle == 0 {
 			idle = s.ReadHeaderTimeout
@@ -443,7 +446,13 @@ func (c *conn) awaitRequest() bool {
 		} else {
 			_ = c.rwc.SetReadDeadline(time.Time{})
 		}
-		if _, err := c.br.Peek(1); err != nil {
+		// net/http waits for 4 bytes here: fewer, and the connection
+		// ends without an answer. Answers held back for a pipelined
+		// request go out before any wait.
+		if c.bw.Flush() != nil {
+			return false
+		}
+		if _, err := c.br.Peek(4); err != nil {
 			return false
 		}
 	}
@@ -516,15 +525,30 @@ func (c *conn) readHead() (n, status int, err error) {
 			}
 		}
 		if perr != nil {
-			return 0, 0, perr
+			return 0, c.endedMidHead(perr, len(data)), perr
 		}
-		// Wait for more: Peek one byte past what is buffered. An error
-		// (the header deadline, the client leaving) ends the connection
-		// without an answer, as net/http does.
+		// Wait for more: Peek one byte past what is buffered, answers
+		// held back for this request sent first.
+		if c.bw.Buffered() > 0 && c.bw.Flush() != nil {
+			return 0, 0, net.ErrClosed
+		}
 		if _, perr = c.br.Peek(c.br.Buffered() + 1); perr != nil && !errors.Is(perr, bufio.ErrBufferFull) {
-			return 0, 0, perr
+			return 0, c.endedMidHead(perr, c.br.Buffered()), perr
 		}
 	}
+}
+
+// endedMidHead is the answer to a stream that failed with err after
+// buffered bytes of a head, as net/http's server gives it: the header
+// deadline or a read error end the connection without one (0); the
+// client closing its side after part of a head is 400, unless on a
+// kept-alive connection fewer than 4 bytes came (net/http's Peek(4)
+// before each further request).
+func (c *conn) endedMidHead(err error, buffered int) int {
+	if !errors.Is(err, io.EOF) || buffered == 0 || c.served > 0 && buffered < 4 {
+		return 0
+	}
+	return http.StatusBadRequest
 }
 
 // readBigHead gathers a head larger than the read buffer line by line
@@ -541,7 +565,7 @@ func (c *conn) readBigHead(limit int) (n, status int, err error) {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case err != nil:
-			return 0, 0, err
+			return 0, c.endedMidHead(err, len(c.big)), err
 		}
 		if headEnd(c.big) < 0 {
 			continue
