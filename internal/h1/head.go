@@ -1,16 +1,18 @@
-// Package h1 reads HTTP/1.1 request heads off a byte slice, without
-// allocating per field, for the gateway's own HTTP/1.1 server loop
-// (issue 18). It accepts exactly the heads net/http's server accepts and
-// reads them as it does: the request line, fields (obs-fold unfolded with
-// one space, as net/textproto does), Host, Connection and the body's
-// framing (Transfer-Encoding: chunked wins over Content-Length, which is
-// then dropped; differing Content-Lengths are refused). What it refuses,
-// net/http refuses with the same status. FuzzParseHead holds the two
-// side by side on any input.
+// Package h1 is the data plane's HTTP/1.1 server: a loop of its own on
+// net.Conn (Server) that hands handlers the standard http.ResponseWriter
+// and *http.Request, and the request-head parser and chunked-body reader
+// it reads with, without allocating per field (issue 18).
 //
-// Two things net/http does around its parser are the server loop's, not
-// this package's: the read limit (MaxHeaderBytes) and the CR/LF a client
-// may send after a POST's body.
+// Everything it accepts, refuses and answers is net/http's server's:
+// Head.Parse reads the request line, fields (obs-fold unfolded with one
+// space, as net/textproto does), Host, Connection and the body's framing
+// (Transfer-Encoding: chunked wins over Content-Length, which is then
+// dropped; differing Content-Lengths are refused) and refuses the rest
+// with net/http's status; the server answers, drains and closes as
+// net/http's does. Three differential tests hold that on any input:
+// FuzzParseHead (heads), FuzzChunkedReader (bodies) and
+// FuzzServerMatchesNetHTTP (whole exchanges, answers compared), each
+// against the real net/http on loopback.
 package h1
 
 import (
