@@ -12,6 +12,11 @@
 // markdown table with the issue's goals; the gateway is profiled during the
 // rows whose goal is missed. See docs/BENCHMARKS.md.
 //
+// With -pixiu it also measures Apache dubbo-go-pixiu (built from
+// test/pixiu, with a private ZooKeeper as its registry) on row 4's
+// HTTP→Dubbo request to the same provider process, and judges row 4
+// against it (pixiu.go).
+//
 // Two subcommands measure the gateway's discovery at scale instead (issue
 // 19): "registry" writes a large Dubbo registry into ZooKeeper, and
 // "scale" writes one per size, starts the gateway on it and prints the
@@ -72,6 +77,7 @@ type options struct {
 	maxProfiles      int
 	gatewayBin       string
 	engines          []string
+	pixiu            bool
 	install          bool
 	latencyLoad      float64
 	timeout          time.Duration
@@ -108,13 +114,18 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		}
 		return nil
 	})
-	fs.BoolVar(&o.install, "install", true, "apt-get install nginx and redis-server when missing")
+	fs.BoolVar(&o.pixiu, "pixiu", false, "also measure Apache dubbo-go-pixiu "+pixiuVersion+" (built from test/pixiu, with a private ZooKeeper as its registry) on row 4's HTTP→Dubbo request to the same provider, "+
+		"and judge row 4 against it; the latency runs' rate then follows the slowest row, likely pixiu's")
+	fs.BoolVar(&o.install, "install", true, "apt-get install nginx and redis-server (and zookeeper with -pixiu) when missing")
 	fs.Float64Var(&o.latencyLoad, "latency-load", 0.5, "offered load of the latency runs, as a fraction of the lowest peak at the same connections")
-	fs.DurationVar(&o.timeout, "timeout", 8*time.Minute, "bound on the whole run")
+	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "bound on the whole run (with -pixiu, "+pixiuExtraTimeout.String()+" more by default)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (configs, logs)")
 	fs.DurationVar(&o.redisTimeout, "redis-timeout", 0, "the gateways' Redis timeout, redis.timeout and the auth filters' (default: the gateway's default)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if o.pixiu && !flagSet(fs, "timeout") {
+		o.timeout += pixiuExtraTimeout
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -129,6 +140,16 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-profile %q, want missed, always or never", o.profile)
 	}
 	return o, nil
+}
+
+// defaultTimeout bounds a run without -timeout.
+const defaultTimeout = 8 * time.Minute
+
+// flagSet reports whether the flag name was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // The rows: rows 1–4 at each scaling connection count; rows 5 and the
@@ -203,6 +224,12 @@ func bench(ctx context.Context, o *options, spec planSpec, stdout io.Writer, log
 			return err
 		}
 	}
+	var pixiuBin string
+	if o.pixiu {
+		if pixiuBin, err = preparePixiu(ctx, o.install, dir, logger); err != nil {
+			return err
+		}
+	}
 	maxConns := 1
 	for _, c := range append(slices.Clone(spec.scalingConns), spec.mainConns) {
 		maxConns = max(maxConns, c)
@@ -217,6 +244,7 @@ func bench(ctx context.Context, o *options, spec planSpec, stdout io.Writer, log
 		redisTimeout:   o.redisTimeout,
 		engineBin:      engineBin,
 		engines:        o.engines,
+		pixiuBin:       pixiuBin,
 	}, logger)
 	if err != nil {
 		return err
@@ -259,8 +287,9 @@ func bench(ctx context.Context, o *options, spec planSpec, stdout io.Writer, log
 		slices.SortStableFunc(byPriority, func(a, b *goal) int {
 			return cmpBool(a.row.conns != spec.mainConns, b.row.conns != spec.mainConns)
 		})
+		profiled := map[*row]bool{} // a row with two goals (row 4: vs HTTP and vs pixiu) once
 		for _, g := range byPriority {
-			if g.met && o.profile == "missed" {
+			if g.met && o.profile == "missed" || profiled[g.row] {
 				continue
 			}
 			if len(profiles) >= o.maxProfiles {
@@ -278,6 +307,7 @@ func bench(ctx context.Context, o *options, spec planSpec, stdout io.Writer, log
 				return fmt.Errorf("profiling %s: %w", g.row.name(), err)
 			}
 			profiles = append(profiles, pr)
+			profiled[g.row] = true
 		}
 	}
 

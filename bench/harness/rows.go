@@ -21,6 +21,7 @@ const (
 	kindGatewayHTTPTLS                  // 6. row 3 over HTTPS, the same certificate
 	kindGatewayTriple                   // 7. row 4 over Triple, to the same provider process (issue 15)
 	kindEngine                          // 8. a bare server engine's proxy (-engines: issue 18's candidates)
+	kindPixiuDubbo                      // 9. row 4's request through Apache dubbo-go-pixiu, the same provider (-pixiu)
 )
 
 // Base sizes: rows with other route or provider counts are the cost-growth rows.
@@ -75,6 +76,8 @@ func (r *row) name() string {
 		return "7. dubbogw → Triple provider"
 	case kindEngine:
 		return "8. bare " + r.engine + " proxy → upstream"
+	case kindPixiuDubbo:
+		return "9. pixiu → Dubbo provider"
 	}
 	return "?"
 }
@@ -85,7 +88,7 @@ func (r *row) id() string {
 		kindDirect: "direct", kindNginx: "nginx", kindGatewayHTTP: "gateway-http", kindGatewayDubbo: "gateway-dubbo",
 		kindGatewayHTTPAuth: "gateway-http-auth", kindGatewayDubboAuth: "gateway-dubbo-auth",
 		kindGatewayHTTPStandard: "gateway-http-standard", kindNginxTLS: "nginx-tls", kindGatewayHTTPTLS: "gateway-http-tls",
-		kindGatewayTriple: "gateway-triple", kindEngine: "engine-" + r.engine,
+		kindGatewayTriple: "gateway-triple", kindEngine: "engine-" + r.engine, kindPixiuDubbo: "pixiu-dubbo",
 	}
 	return fmt.Sprintf("%s-c%d-r%d-p%d", names[r.kind], r.conns, r.routes, r.providers)
 }
@@ -122,6 +125,9 @@ func newPlan(s *stack, spec planSpec) *plan {
 			add(&row{kind: kindNginx, conns: c, routes: baseRoutes, providers: baseProviders, url: s.nginx + "/http/users/42"})
 			add(gwRow(kindGatewayHTTP, c, base, baseProviders, "/http/users/42"))
 			add(gwRow(kindGatewayDubbo, c, base, baseProviders, "/api/users/42"))
+			if s.pixiu != "" {
+				add(&row{kind: kindPixiuDubbo, conns: c, routes: baseRoutes, providers: baseProviders, url: s.pixiu + "/api/users/42"})
+			}
 			for _, e := range s.engines {
 				add(&row{kind: kindEngine, engine: e.name, conns: c, routes: baseRoutes, providers: baseProviders, url: e.url + "/http/users/42"})
 			}
@@ -242,6 +248,13 @@ const (
 	goalTripleP99VsDubbo  = 1.5 // and p99 ≤ this × HTTP→Dubbo's
 )
 
+// Goals against Apache dubbo-go-pixiu (-pixiu), row 4 to the same request
+// through pixiu, to the same provider.
+const (
+	goalDubboVsPixiu    = 3.0     // HTTP→Dubbo req/s ≥ this × pixiu's
+	goalDubboP99VsPixiu = 1.0 / 3 // and p99 ≤ this × pixiu's
+)
+
 // goals judges every row that has a goal.
 func (p *plan) goals() []*goal {
 	var gs []*goal
@@ -270,6 +283,9 @@ func (p *plan) goals() []*goal {
 				gs = append(gs, &goal{row: r, checks: true, met: thr >= goalDubboVsHTTP,
 					text: fmt.Sprintf("req/s ≥ %.1f× dubbogw → upstream (%.2f×)", goalDubboVsHTTP, thr)})
 			}
+			if px := p.find(kindPixiuDubbo, r.conns); px != nil {
+				gs = append(gs, pixiuGoal(r, px))
+			}
 		case kindGatewayTriple:
 			if d := p.find(kindGatewayDubbo, r.conns); d != nil {
 				thr := ratio(r.throughput(), d.throughput())
@@ -290,6 +306,16 @@ func (p *plan) goals() []*goal {
 		}
 	}
 	return gs
+}
+
+// pixiuGoal judges row 4 (r) against the same request through pixiu (px):
+// req/s at least goalDubboVsPixiu × pixiu's, p99 at most
+// goalDubboP99VsPixiu × pixiu's.
+func pixiuGoal(r, px *row) *goal {
+	thr := ratio(r.throughput(), px.throughput())
+	p99 := ratio(float64(r.latency(p99)), float64(px.latency(p99)))
+	return &goal{row: r, checks: true, met: thr >= goalDubboVsPixiu && p99 <= goalDubboP99VsPixiu,
+		text: fmt.Sprintf("req/s ≥ %.0f× pixiu (%.2f×), p99 ≤ ⅓ pixiu's (%.2f×)", goalDubboVsPixiu, thr, p99)}
 }
 
 func p50(l *loadResult) time.Duration  { return l.P50 }

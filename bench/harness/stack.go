@@ -34,6 +34,8 @@ type stack struct {
 	gateways  map[int]*gatewayProc
 	token     string // the auth rows' token, stored in Redis
 	engines   []engineProc
+	zk        string // -pixiu: the private ZooKeeper's host:port, pixiu's registry
+	pixiu     string // -pixiu: http://127.0.0.1:port of pixiu, "" without it
 }
 
 // engineProc is one bare engine proxy (test/interop/cmd/engineproxy).
@@ -61,6 +63,7 @@ type stackSpec struct {
 	redisTimeout   time.Duration
 	engineBin      string   // test/interop/cmd/engineproxy, built when engines are measured
 	engines        []string // the engines to measure (-engines)
+	pixiuBin       string   // test/pixiu, built with -pixiu: pixiu and a ZooKeeper are started
 }
 
 // startTimeout bounds each process's start.
@@ -147,6 +150,16 @@ func startStack(ctx context.Context, dir string, self []string, spec stackSpec, 
 		s.children = append(s.children, c)
 		s.engines = append(s.engines, engineProc{name: name, url: "http://" + addr})
 		logger.Info("bare engine proxy up", "engine", name, "addr", addr)
+	}
+	if spec.pixiuBin != "" {
+		if err := s.startZooKeeper(ctx); err != nil {
+			return nil, err
+		}
+		logger.Info("zookeeper up (pixiu's registry)", "addr", s.zk)
+		if err := s.startPixiu(ctx, spec.pixiuBin); err != nil {
+			return nil, err
+		}
+		logger.Info("pixiu up", "url", s.pixiu, "provider", s.providers[0])
 	}
 	return s, nil
 }
@@ -299,7 +312,8 @@ func (s *stack) startNginx(ctx context.Context, spec stackSpec) error {
 }
 
 // checkAnswers makes sure every row's URL answers 200 with the same body
-// before anything is measured, so every row moves the same bytes.
+// before anything is measured, so every row moves the same bytes; a pixiu
+// row must answer the same JSON value (checkPixiuAnswer).
 func (s *stack) checkAnswers(ctx context.Context, rows []*row) error {
 	var want string
 	for _, r := range rows {
@@ -312,6 +326,12 @@ func (s *stack) checkAnswers(ctx context.Context, rows []*row) error {
 		}
 		if want == "" {
 			want = body
+		}
+		if r.kind == kindPixiuDubbo {
+			if err := checkPixiuAnswer(r, body, want); err != nil {
+				return err
+			}
+			continue
 		}
 		if body != want {
 			return fmt.Errorf("checking %s: GET %s answered %q, other rows %q: every row must move the same bytes", r.name(), r.url, body, want)
