@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dubbogw/dubbogw/internal/h1"
 )
 
 const (
@@ -246,7 +248,13 @@ func (t *directTransport) exchange(ctx context.Context, c *directConn, req *http
 		}
 		return nil, c.read == startRead, err
 	}
-	if err := req.Write(c.bw); err != nil {
+	// The usual request is written by hand (no per-request writer, one
+	// flush with its body); anything else by req.Write.
+	taken, err := h1.WriteRequest(c.bw, req)
+	if !taken {
+		err = req.Write(c.bw)
+	}
+	if err != nil {
 		return fail(fmt.Errorf("writing the request: %w", err))
 	}
 	if err := c.bw.Flush(); err != nil {
@@ -255,10 +263,14 @@ func (t *directTransport) exchange(ctx context.Context, c *directConn, req *http
 	c.readLimit = c.read + maxResponseHeaderBytes
 	var res *http.Response
 	for interim := 0; ; interim++ {
-		var err error
-		res, err = http.ReadResponse(c.br, req)
-		if err != nil {
-			return fail(fmt.Errorf("reading the response: %w", err))
+		// The plain answer (one Content-Length, the usual fields) is read
+		// in place; anything else by net/http, from the same bytes.
+		var ok bool
+		if res, ok = h1.ReadResponse(c.br, req); !ok {
+			var err error
+			if res, err = http.ReadResponse(c.br, req); err != nil {
+				return fail(fmt.Errorf("reading the response: %w", err))
+			}
 		}
 		if res.StatusCode >= 200 || res.StatusCode < 100 {
 			break
