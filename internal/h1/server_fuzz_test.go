@@ -59,13 +59,13 @@ var fuzzServers struct {
 // side, and reads every answer until the server closes: with the client
 // gone quiet, both servers end the connection on their own, so what a
 // client reads can be compared whole, with no timing in it.
-func halfClosed(t *testing.T, addr string, data []byte) ([]answer, error) {
+func halfClosed(t *testing.T, addr string, data []byte, wait time.Duration) ([]answer, error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(wait))
 	if _, err := c.Write(data); err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func halfClosed(t *testing.T, addr string, data []byte) ([]answer, error) {
 		res, err := http.ReadResponse(br, req)
 		if err != nil {
 			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				return out, fmt.Errorf("still open after 20 s with the client's side closed")
+				return out, fmt.Errorf("still open after %s with the client's side closed", wait)
 			}
 			return out, nil
 		}
@@ -116,16 +116,19 @@ func FuzzServerMatchesNetHTTP(f *testing.F) {
 			Log: slog.New(&fuzzServers.log)})
 	})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		want, err := halfClosed(t, fuzzServers.ref, data)
-		if err != nil {
-			t.Skipf("net/http: %v", err)
-		}
-		got, err := halfClosed(t, fuzzServers.ours, data)
+		want, refErr := halfClosed(t, fuzzServers.ref, data, 5*time.Second)
+		got, err := halfClosed(t, fuzzServers.ours, data, 20*time.Second)
 		if err != nil {
 			t.Fatalf("the loop: %v", err)
 		}
 		if logs := fuzzServers.log.take(); len(logs) > 0 {
 			t.Fatalf("the loop logged %q", logs)
+		}
+		if refErr != nil {
+			// net/http keeps some connections open with the client's side
+			// closed (a body it waits for after Expect: 100-continue); the
+			// loop ended it, which is all that can be asked.
+			return
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("answers differ for %q\n got %d: %v\nwant %d: %v", data, len(got), got, len(want), want)
