@@ -41,8 +41,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.cleanHeaders(t, r)
 	clientSubject(t, r)
 	info.RequestID = requestid.Pick(r.Header.Get(t.reqIDHeader), t.trustReqID)
-	r.Header.Set(t.reqIDHeader, info.RequestID)
-	w.Header().Set(t.reqIDHeader, info.RequestID)
+	// One value slice for both headers (the name is canonical already;
+	// each capped, so an Add on either copies rather than shares).
+	id := []string{info.RequestID}
+	r.Header[t.reqIDHeader] = id
+	w.Header()[t.reqIDHeader] = id[:1:1]
 	if g.draining.Load() && r.Header.Get("Upgrade") == "" {
 		// The connection ends after this response (HTTP/2: GOAWAY), so
 		// the drain never has to close one under a client's next request.

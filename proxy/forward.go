@@ -205,17 +205,22 @@ func forwardedFrom(in *http.Request) forwarded {
 func (f forwarded) set(in *http.Request, hdr http.Header) {
 	delete(hdr, "Forwarded")
 	delete(hdr, "X-Forwarded-For")
+	// One array backs the three values (each slice capped: an append
+	// elsewhere copies rather than overwrites its neighbour).
+	vals := make([]string, 3)
 	if clientIP, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
 		if len(f.priorFor) > 0 {
 			clientIP = strings.Join(f.priorFor, ", ") + ", " + clientIP
 		}
-		hdr["X-Forwarded-For"] = []string{clientIP}
+		vals[0] = clientIP
+		hdr["X-Forwarded-For"] = vals[0:1:1]
 	}
 	host := f.host
 	if host == "" {
 		host = in.Host
 	}
-	hdr["X-Forwarded-Host"] = []string{host}
+	vals[1] = host
+	hdr["X-Forwarded-Host"] = vals[1:2:2]
 	proto := f.proto
 	if proto == "" {
 		proto = "http"
@@ -223,7 +228,8 @@ func (f forwarded) set(in *http.Request, hdr http.Header) {
 			proto = "https"
 		}
 	}
-	hdr["X-Forwarded-Proto"] = []string{proto}
+	vals[2] = proto
+	hdr["X-Forwarded-Proto"] = vals[2:3:3]
 }
 
 // removeHopHeaders deletes the hop-by-hop headers of a target's answer,

@@ -47,6 +47,7 @@ func (c *conn) serveOne(w *response, n int) (keep bool) {
 	req.RemoteAddr = c.remote
 	req.Close = h.Close
 	req.ContentLength = h.ContentLength
+	w.values = w.valueArray[:0]
 	req.Header = requestHeader(h, str, &w.values)
 	if h.Chunked {
 		req.TransferEncoding = chunkedEncoding()
@@ -145,8 +146,8 @@ func requestHeader(h *Head, str string, values *[]string) http.Header {
 	sub := func(b []byte) string { return substr(str, h.buf, b) }
 	hdr := make(http.Header, len(h.Fields))
 	vs := (*values)[:0]
-	if cap(vs) < len(h.Fields)+1 {
-		vs = make([]string, 0, len(h.Fields)+1)
+	if cap(vs) < len(h.Fields) {
+		vs = make([]string, 0, len(h.Fields))
 	}
 	for _, f := range h.Fields {
 		name := sub(f.Name)
@@ -176,7 +177,7 @@ func requestHeader(h *Head, str string, values *[]string) http.Header {
 	if h.CacheControlAdded {
 		hdr["Cache-Control"] = []string{"no-cache"}
 	}
-	*values = nil // the slice now belongs to this request's header
+	*values = nil // the backing now belongs to this request's header
 	return hdr
 }
 

@@ -21,11 +21,12 @@ const bufferBeforeChunking = 2048
 // response is the http.ResponseWriter of one request, and the request's
 // state the loop keeps per exchange.
 type response struct {
-	c        *conn
-	req      *http.Request
-	reqValue http.Request // the request before WithContext
-	values   []string     // backs the request header's values
-	body     requestBody
+	c          *conn
+	req        *http.Request
+	reqValue   http.Request // the request before WithContext
+	values     []string     // backs the request header's values
+	valueArray [16]string   // values' backing for up to 16 fields: no allocation of its own
+	body       requestBody
 
 	header        http.Header
 	status        int  // the final status; 0 until WriteHeader
