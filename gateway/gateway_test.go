@@ -914,3 +914,60 @@ func TestReadyzBeforeStart(t *testing.T) {
 	}
 	g.table.Load().closeExcept(nil)
 }
+
+// TestClientLeavingFreesItsSlot: a client that sends a request to a slow
+// upstream and hangs up gets its request cancelled, the upstream call
+// included, so the in-flight slot is free again long before the route's
+// timeout: connecting, sending and closing in a loop cannot hold slots.
+// On both HTTP/1.1 engines (the loop watches for the client only once a
+// handler has run 5 ms).
+func TestClientLeavingFreesItsSlot(t *testing.T) {
+	for _, engine := range []string{config.EngineLoop, config.EngineNetHTTP} {
+		t.Run(strings.ReplaceAll(engine, "/", ""), func(t *testing.T) {
+			cancelled := make(chan struct{}, 1)
+			entered := make(chan struct{}, 1)
+			slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				entered <- struct{}{}
+				select {
+				case <-r.Context().Done(): // the gateway closed its upstream connection
+					cancelled <- struct{}{}
+				case <-time.After(30 * time.Second):
+				}
+			}))
+			t.Cleanup(slow.Close)
+			tg := startGW(t, fmt.Sprintf(`
+server: {max_in_flight: 1, engine: %q}
+upstreams:
+  s: {targets: [{url: %q}], timeout: 60s}
+routes:
+  - {name: s, match: {prefix: /}, upstream: s}
+`, engine, slow.URL))
+			c, err := net.Dial("tcp", tg.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: gw.test\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			<-entered
+			c.Close()
+			select {
+			case <-cancelled:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the upstream call went on after its client left")
+			}
+			// The slot is free: the next request is not shed.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				m := do(t, "GET", tg.admin+"/metrics", nil).body
+				if strings.Contains(m, `dubbogw_inflight{scope="global"} 0`) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the in-flight count did not return to 0 after the client left")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
