@@ -263,6 +263,20 @@ func writeValue(bw *bufio.Writer, v string) {
 	}
 }
 
+// commitHeld writes the head, if not out yet, and the body held before it.
+func (w *response) commitHeld() error {
+	if w.committed {
+		return nil
+	}
+	w.commit(nil)
+	if len(w.held) == 0 {
+		return nil
+	}
+	held := w.held
+	w.held = nil
+	return w.writeBody(held)
+}
+
 // finish completes the answer once the handler returned: the head if
 // not out yet, the held body, the last chunk and trailers.
 func (w *response) finish() {
@@ -270,14 +284,7 @@ func (w *response) finish() {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	if !w.committed {
-		w.commit(nil)
-		if len(w.held) > 0 {
-			held := w.held
-			w.held = nil
-			_ = w.writeBody(held)
-		}
-	}
+	_ = w.commitHeld()
 	if w.chunked && !w.failed {
 		bw := w.c.bw
 		_, _ = bw.WriteString("0\r\n")
@@ -338,15 +345,8 @@ func (w *response) FlushError() error {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	if !w.committed {
-		w.commit(nil)
-		if len(w.held) > 0 {
-			held := w.held
-			w.held = nil
-			if err := w.writeBody(held); err != nil {
-				return err
-			}
-		}
+	if err := w.commitHeld(); err != nil {
+		return err
 	}
 	if w.failed {
 		return errWriteFailed
