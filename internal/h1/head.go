@@ -141,6 +141,17 @@ func line(buf []byte, pos int) ([]byte, int) {
 func (h *Head) parse() error {
 	buf := h.buf
 	first, pos := line(buf, 0)
+	if err := h.parseRequestLine(first); err != nil {
+		return err
+	}
+	if err := h.parseFields(pos); err != nil {
+		return err
+	}
+	return h.check()
+}
+
+// parseRequestLine reads the request line (without its end) into h.
+func (h *Head) parseRequestLine(first []byte) error {
 	method, rest, ok1 := bytes.Cut(first, []byte(" "))
 	target, proto, ok2 := bytes.Cut(rest, []byte(" "))
 	if !ok1 || !ok2 {
@@ -167,11 +178,20 @@ func (h *Head) parse() error {
 		u.Scheme = ""
 	}
 	h.URL = u
+	return nil
+}
 
-	if err := h.parseFields(pos); err != nil {
-		return err
+// CheckRequestLine reports the error net/http's server answers as soon
+// as it has read a request line, before any field: data holds the start
+// of a head whose end has not come yet. nil when data has no whole
+// first line yet, or the line is good.
+func CheckRequestLine(data []byte) error {
+	if bytes.IndexByte(data, '\n') < 0 {
+		return nil
 	}
-	return h.check()
+	first, _ := line(data, 0)
+	var scratch Head
+	return scratch.parseRequestLine(first)
 }
 
 // parseFields reads the fields from buf[pos:] (whole lines, the last one

@@ -270,20 +270,27 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	return b.read(p)
 }
 
+// What settle found.
+const (
+	settleKeep     = iota // the body is all read: the connection can go on
+	settleClose           // it cannot: close after the answer
+	settleTooLarge        // more than discardLimit is left: close, and say so (Connection: close)
+)
+
 // settle reads what the handler left of the body before the answer's
 // head goes out, as net/http does, so that the connection can carry the
-// next request; false when it cannot: the client was never told to send
-// it (Expect), the handler closed it early, it is more than
-// discardLimit, or it does not come within the header timeout.
-func (b *requestBody) settle() bool {
+// next request. It cannot when the client was never told to send it
+// (Expect), the handler closed it early, it failed, or it does not come
+// within the header timeout; more than discardLimit is not read at all.
+func (b *requestBody) settle() int {
 	if b.kind == bodyNone || b.eof {
-		return true
+		return settleKeep
 	}
 	switch {
 	case b.err != nil, b.continueOK && !b.continued, b.closed:
-		return false
-	case b.kind == bodyFixed && b.left > discardLimit:
-		return false
+		return settleClose
+	case b.kind == bodyFixed && b.left >= discardLimit:
+		return settleTooLarge
 	}
 	c := b.c
 	wait := c.s.ReadHeaderTimeout
@@ -294,7 +301,13 @@ func (b *requestBody) settle() bool {
 	b.settling = true
 	n, err := io.CopyN(io.Discard, readerFunc(b.read), discardLimit+1)
 	_ = c.rwc.SetReadDeadline(time.Time{})
-	return err == io.EOF && n <= discardLimit
+	switch {
+	case err == nil && n > discardLimit:
+		return settleTooLarge
+	case err == io.EOF:
+		return settleKeep
+	}
+	return settleClose
 }
 
 // readerFunc is a function as an io.Reader.

@@ -60,7 +60,7 @@ func (w *response) WriteHeader(code int) {
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
 		bw := w.c.bw
 		_, _ = bw.WriteString("HTTP/1.1 " + statusLine(code) + "\r\n")
-		w.writeFields(bw)
+		w.writeFields(bw, false)
 		_, _ = bw.WriteString("\r\n")
 		if bw.Flush() != nil {
 			w.failed = true
@@ -158,38 +158,99 @@ var (
 )
 
 // commit writes the head: the status line, the handler's fields, and
-// what the loop adds (Date, Content-Type by sniffing first, the
-// framing, Connection). first is the first body bytes (for sniffing).
+// what the loop adds (Content-Length, a sniffed Content-Type, Date,
+// Transfer-Encoding, Connection), deciding framing and keep-alive with
+// net/http's server's rules in its order (chunkWriter.writeHeader).
+// first is the first body bytes (for sniffing).
 func (w *response) commit(first []byte) {
 	w.committed = true
 	h := w.header
 	bw := w.c.bw
-	if w.c.s.inShutdown.Load() {
-		w.closeAfter = true
-	}
-	if conn := h["Connection"]; len(conn) > 0 && hasToken(conn, "close") {
-		w.closeAfter = true
-	}
-	if !w.closeAfter && !w.req.Close && !w.body.settle() {
-		w.closeAfter = true
-	}
-	w.bodyLeft = w.body.kind != bodyNone && !w.body.eof
-	_, _ = bw.WriteString("HTTP/1.1 ")
-	_, _ = bw.WriteString(statusLine(w.status))
-	_, _ = bw.WriteString("\r\n")
+	req := w.req
+	is11 := req.ProtoAtLeast(1, 1)
+	keepAlives := !w.c.s.inShutdown.Load()
+	isHEAD := !w.bodyAllowedForHead
 	allowed := w.bodyAllowed()
-	if allowed && w.contentLength < 0 {
-		switch {
-		case w.handlerDone && (w.bodyAllowedForHead || len(w.held) > 0):
-			w.contentLength = int64(len(w.held))
-		case !w.bodyAllowedForHead: // a HEAD's longer answer: no length, no framing
-		case w.req.ProtoAtLeast(1, 1):
-			w.chunked = true
-		default:
-			w.closeAfter = true // HTTP/1.0: the close ends the body
+	te := firstValue(h["Transfer-Encoding"])
+	hasTE := te != ""
+	trailers := len(h["Trailer"]) > 0
+	for k := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			trailers = true
+			break
 		}
 	}
-	if _, ok := h["Content-Type"]; !ok && allowed {
+	handlerCL := w.contentLength != -1
+	// An answer that ended within the held bytes gets its length.
+	if w.handlerDone && !trailers && !hasTE && allowed && !handlerCL && (!isHEAD || len(w.held) > 0) {
+		w.contentLength = int64(len(w.held))
+	}
+	hasCL := w.contentLength != -1
+
+	// Keep-alive: HTTP/1.0's by request, and what the handler says.
+	var setConn string
+	wants10KeepAlive := req.ProtoMajor == 1 && req.ProtoMinor == 0 && hasToken(firstOnly(req.Header["Connection"]), "keep-alive")
+	if wants10KeepAlive && keepAlives && handlerCL && firstValue(h["Connection"]) == "keep-alive" {
+		w.closeAfter = false
+	}
+	if wants10KeepAlive && (isHEAD || hasCL || !allowed) {
+		if _, set := h["Connection"]; !set {
+			setConn = "keep-alive"
+		}
+	} else if !is11 || req.Close || hasToken(firstOnly(req.Header["Connection"]), "close") {
+		w.closeAfter = true
+	}
+	if firstValue(h["Connection"]) == "close" || !keepAlives {
+		w.closeAfter = true
+	}
+	dropConn := false
+	if !w.closeAfter {
+		switch w.body.settle() {
+		case settleClose:
+			w.closeAfter = true
+		case settleTooLarge:
+			w.closeAfter = true
+			dropConn, setConn = true, "close"
+		}
+	}
+	w.bodyLeft = w.body.kind != bodyNone && !w.body.eof
+
+	// Framing.
+	if hasCL && hasTE && te != "identity" {
+		w.contentLength, hasCL = -1, false // net/http ignores the length then
+	}
+	switch {
+	case isHEAD || !allowed:
+	case hasCL:
+	case is11 && te == "identity":
+		w.closeAfter = true
+	case is11:
+		w.chunked = true
+	default:
+		w.closeAfter = true // HTTP/1.0: the close ends the body
+	}
+	if w.closeAfter && (!keepAlives || !hasToken(firstOnly(h["Connection"]), "close")) &&
+		!(w.status == http.StatusSwitchingProtocols && h.Get("Upgrade") != "") {
+		dropConn = true
+		if is11 {
+			setConn = "close"
+		}
+	}
+
+	if is11 {
+		_, _ = bw.WriteString("HTTP/1.1 ")
+	} else {
+		_, _ = bw.WriteString("HTTP/1.0 ")
+	}
+	_, _ = bw.WriteString(statusLine(w.status))
+	_, _ = bw.WriteString("\r\n")
+	w.writeFields(bw, dropConn)
+	if hasCL && allowed {
+		_, _ = bw.WriteString("Content-Length: ")
+		_, _ = bw.WriteString(strconv.FormatInt(w.contentLength, 10))
+		_, _ = bw.WriteString("\r\n")
+	}
+	if _, typed := h["Content-Type"]; !typed && allowed && !hasTE && h.Get("Content-Encoding") == "" {
 		sniff := first
 		if len(w.held) > 0 {
 			sniff = w.held
@@ -200,37 +261,46 @@ func (w *response) commit(first []byte) {
 			_, _ = bw.WriteString("\r\n")
 		}
 	}
+	if setConn != "" {
+		_, _ = bw.WriteString("Connection: ")
+		_, _ = bw.WriteString(setConn)
+		_, _ = bw.WriteString("\r\n")
+	}
+	if w.chunked {
+		_, _ = bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
 	if _, ok := h["Date"]; !ok {
 		_, _ = bw.WriteString("Date: ")
 		_, _ = bw.Write(w.c.s.date())
 		_, _ = bw.WriteString("\r\n")
 	}
-	w.writeFields(bw)
-	switch {
-	case w.chunked:
-		_, _ = bw.WriteString("Transfer-Encoding: chunked\r\n")
-	case w.contentLength >= 0 && allowed && (w.status != http.StatusNoContent):
-		_, _ = bw.WriteString("Content-Length: ")
-		_, _ = bw.WriteString(strconv.FormatInt(w.contentLength, 10))
-		_, _ = bw.WriteString("\r\n")
-	}
-	switch {
-	case w.closeAfter:
-		_, _ = bw.WriteString("Connection: close\r\n")
-	case w.req.ProtoMajor == 1 && w.req.ProtoMinor == 0:
-		_, _ = bw.WriteString("Connection: keep-alive\r\n")
-	}
 	_, _ = bw.WriteString("\r\n")
 }
 
-// writeFields writes the handler's header fields but the framing and
-// Connection, which the loop writes itself. Names that are not tokens
-// are dropped and CR/LF in values become spaces, as net/http does, so
-// no handler can split the answer.
-func (w *response) writeFields(bw *bufio.Writer) {
+// firstValue is a field's first value, "" if none (Header.Get).
+func firstValue(vv []string) string {
+	if len(vv) == 0 {
+		return ""
+	}
+	return vv[0]
+}
+
+// firstOnly is the field's first value alone: net/http's server reads
+// Connection's tokens from the first only (Header.get).
+func firstOnly(vv []string) []string { return vv[:min(len(vv), 1)] }
+
+// writeFields writes the handler's fields but those the loop writes
+// itself (Content-Length, Transfer-Encoding), those the status forbids
+// (net/http's suppressedHeaders), and Connection when dropConn. Names
+// that are not tokens are dropped and CR/LF in values become spaces, as
+// net/http does, so no handler can split the answer.
+func (w *response) writeFields(bw *bufio.Writer, dropConn bool) {
+	notModified := w.status == http.StatusNotModified
 	for k, vv := range w.header {
-		switch k {
-		case "Content-Length", "Transfer-Encoding", "Connection":
+		switch {
+		case k == "Content-Length", k == "Transfer-Encoding":
+			continue
+		case k == "Connection" && dropConn, k == "Content-Type" && notModified:
 			continue
 		}
 		if strings.HasPrefix(k, http.TrailerPrefix) || !httpguts.ValidHeaderFieldName(k) {

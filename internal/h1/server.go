@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -491,7 +492,7 @@ func (c *conn) readHead() (n, status int, err error) {
 		limit = defaultMaxHeaderBytes
 	}
 	limit += 4096 // net/http's slack
-	active := false
+	active, lineChecked := false, false
 	skipped := 0
 	for {
 		_, perr := c.br.Peek(1)
@@ -517,6 +518,14 @@ func (c *conn) readHead() (n, status int, err error) {
 			if err != ErrIncomplete {
 				return 0, err.(*Error).Status, err
 			}
+			// net/http refuses a bad request line before it reads a
+			// field: so does the loop, once the line is whole.
+			if !lineChecked && bytes.IndexByte(data, '\n') >= 0 {
+				lineChecked = true
+				if err := CheckRequestLine(data); err != nil {
+					return 0, err.(*Error).Status, err
+				}
+			}
 			if len(data)+skipped > limit {
 				return 0, http.StatusRequestHeaderFieldsTooLarge, errHeadTooLarge
 			}
@@ -539,13 +548,14 @@ func (c *conn) readHead() (n, status int, err error) {
 }
 
 // endedMidHead is the answer to a stream that failed with err after
-// buffered bytes of a head, as net/http's server gives it: the header
-// deadline or a read error end the connection without one (0); the
-// client closing its side after part of a head is 400, unless on a
-// kept-alive connection fewer than 4 bytes came (net/http's Peek(4)
-// before each further request).
+// buffered bytes of a head (counted after the CR/LF skipped after a
+// POST), as net/http's server gives it: the header deadline or a read
+// error end the connection without one (0), and so does the client
+// closing its side before any byte; after part of a head it is 400.
+// (On a kept-alive connection fewer than 4 bytes end it silently before
+// this: awaitRequest's Peek(4), as net/http's.)
 func (c *conn) endedMidHead(err error, buffered int) int {
-	if !errors.Is(err, io.EOF) || buffered == 0 || c.served > 0 && buffered < 4 {
+	if !errors.Is(err, io.EOF) || buffered == 0 {
 		return 0
 	}
 	return http.StatusBadRequest
@@ -568,6 +578,9 @@ func (c *conn) readBigHead(limit int) (n, status int, err error) {
 			return 0, c.endedMidHead(err, len(c.big)), err
 		}
 		if headEnd(c.big) < 0 {
+			if err := CheckRequestLine(c.big); err != nil {
+				return 0, err.(*Error).Status, err
+			}
 			continue
 		}
 		_, perr := c.head.Parse(c.big)
