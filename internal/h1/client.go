@@ -9,6 +9,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
 )
@@ -200,11 +201,9 @@ type fixedBody struct {
 	closed bool
 }
 
-var errReadOnClosedBody = http.ErrBodyReadAfterClose
-
 func (b *fixedBody) Read(p []byte) (int, error) {
 	if b.closed {
-		return 0, errReadOnClosedBody
+		return 0, http.ErrBodyReadAfterClose
 	}
 	if b.left == 0 {
 		return 0, io.EOF
@@ -297,7 +296,7 @@ func WriteRequest(bw *bufio.Writer, req *http.Request) (ok bool, err error) {
 		case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
 			continue
 		}
-		if !validFieldName(k) {
+		if !httpguts.ValidHeaderFieldName(k) {
 			continue // req.Write drops it too
 		}
 		for _, v := range vv {
@@ -331,14 +330,12 @@ func WriteRequest(bw *bufio.Writer, req *http.Request) (ok bool, err error) {
 // as a Host field, ASCII (no punycode to make), no IPv6 zone to strip.
 func plainHost(host string) bool {
 	for i := 0; i < len(host); i++ {
-		if c := host[i]; c >= utf8RuneSelf || c == '%' {
+		if c := host[i]; c >= utf8.RuneSelf || c == '%' {
 			return false
 		}
 	}
 	return httpguts.ValidHostHeader(host)
 }
-
-const utf8RuneSelf = 0x80
 
 // hasCTL reports whether s holds an ASCII control byte (req.Write refuses those in the target).
 func hasCTL(s string) bool {
@@ -349,9 +346,6 @@ func hasCTL(s string) bool {
 	}
 	return false
 }
-
-// validFieldName is httpguts.ValidHeaderFieldName.
-func validFieldName(k string) bool { return httpguts.ValidHeaderFieldName(k) }
 
 // writeRequestValue writes v as req.Write does: CR and LF made spaces,
 // then ASCII blanks trimmed at both ends (textproto.TrimString).

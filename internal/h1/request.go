@@ -81,7 +81,6 @@ func (c *conn) serveOne(w *response, n int) (keep bool) {
 		req.Body = http.NoBody
 	}
 	body.continueOK = continueOK
-	body.trailer = req.Trailer
 
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
@@ -104,19 +103,13 @@ func (c *conn) serveOne(w *response, n int) (keep bool) {
 	if body.kind == bodyNone {
 		c.cr.arm()
 	}
-	c.callHandler(w, rq)
+	s.Handler.ServeHTTP(w, rq) // a panic unwinds to serve, which closes the connection
 	if w.hijacked {
 		return false
 	}
 	c.cr.disarm()
 	w.finish()
 	return !w.closeAfter && !w.failed
-}
-
-// callHandler runs the handler; a panic with headers not yet out
-// closes the connection without an answer, as net/http does.
-func (c *conn) callHandler(w *response, r *http.Request) {
-	c.s.Handler.ServeHTTP(w, r)
 }
 
 // substr is the part of str (a copy of buf) that b is of buf.
@@ -252,7 +245,6 @@ type requestBody struct {
 	kind       int
 	left       int64 // bytes left of a fixed body
 	chunked    ChunkedReader
-	trailer    http.Header
 	continueOK bool // Expect: 100-continue, not answered yet
 	continued  bool
 	eof        bool

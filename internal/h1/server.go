@@ -215,9 +215,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if h2done != nil {
 		<-h2done
-		if h != nil {
-			h.close()
-		}
+		h.close()
 		s.bg.Wait()
 	}
 	return h2err
