@@ -563,6 +563,7 @@ func (c *conn) endedMidHead(err error, buffered int) int {
 // into c.big, up to limit bytes.
 func (c *conn) readBigHead(limit int) (n, status int, err error) {
 	c.big = c.big[:0]
+	start := 0 // where the line being gathered starts
 	for {
 		line, err := c.br.ReadSlice('\n')
 		c.big = append(c.big, line...)
@@ -571,15 +572,23 @@ func (c *conn) readBigHead(limit int) (n, status int, err error) {
 		}
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
-			continue
+			continue // the same line goes on
 		case err != nil:
 			return 0, c.endedMidHead(err, len(c.big)), err
 		}
-		if headEnd(c.big) < 0 {
+		// A whole line: each is looked at once, so a head of many lines
+		// costs its length, not its length times its lines.
+		whole := c.big[start:]
+		first := start == 0
+		start = len(c.big)
+		if first {
 			if err := CheckRequestLine(c.big); err != nil {
 				return 0, err.(*Error).Status, err
 			}
 			continue
+		}
+		if len(whole) > 2 || len(whole) == 2 && whole[0] != '\r' {
+			continue // not the empty line that ends the head
 		}
 		_, perr := c.head.Parse(c.big)
 		if perr != nil {
