@@ -72,7 +72,8 @@ type directConn struct {
 	read      int64 // bytes read from conn so far
 	readLimit int64 // reads fail beyond this count
 	idleSince time.Time
-	reused    bool // carried an exchange before
+	reused    bool   // carried an exchange before
+	interrupt func() // ends the reads and writes under way (made once, not per exchange)
 }
 
 var errResponseHeaderTooLarge = fmt.Errorf("response header is larger than %d bytes", maxResponseHeaderBytes)
@@ -239,7 +240,17 @@ func closeBody(req *http.Request) {
 // closes c and reports whether no byte of an answer had arrived.
 func (t *directTransport) exchange(ctx context.Context, c *directConn, req *http.Request) (*http.Response, bool, error) {
 	startRead := c.read
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
+	// The deadline goes on the connection (zero: none, clearing the last
+	// exchange's); only an end before it needs a watch. A deadlineCtx's
+	// own end is its deadline or its parent's: the parent is watched,
+	// and no timer is made.
+	deadline, _ := ctx.Deadline()
+	_ = c.conn.SetDeadline(deadline)
+	watched := ctx
+	if d, ok := ctx.(*deadlineCtx); ok {
+		watched = d.parent
+	}
+	stop := context.AfterFunc(watched, c.interrupt)
 	fail := func(err error) (*http.Response, bool, error) {
 		stop()
 		t.discard(c)
@@ -425,6 +436,7 @@ func (t *directTransport) dialConn(ctx context.Context, h *hostConns) (*directCo
 		return nil, err // a *connectError: retries depend on it
 	}
 	c := &directConn{conn: conn, host: h, readLimit: 1<<63 - 1}
+	c.interrupt = func() { _ = conn.SetDeadline(aLongTimeAgo) }
 	c.br = bufio.NewReader(c)
 	c.bw = bufio.NewWriter(conn)
 	return c, nil

@@ -50,11 +50,15 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 	if hasGRPCTimeout && grpcTimeout < timeout {
 		timeout = grpcTimeout
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
-	out := r.WithContext(ctx)
-	outURL := *r.URL // the attempts point it at their target in place
-	out.URL = &outURL
+	// One allocation for the outgoing request, its URL and its context.
+	o := &outgoing{}
+	o.ctx.init(r.Context(), timeout)
+	defer o.ctx.release()
+	ctx := &o.ctx
+	o.req = *r.WithContext(ctx) // inlined: the copy's copy stays on the stack
+	o.url = *r.URL              // the attempts point it at their target in place
+	out := &o.req
+	out.URL = &o.url
 	if r.ContentLength == 0 {
 		out.Body = nil // nothing to send; a nil body lets the transport retry on a fresh connection
 	}
@@ -68,7 +72,7 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 		out.Header = make(http.Header)
 	}
 	out.Close = false
-	h.u.prepareHeader(r, out.Header)
+	h.u.prepareHeader(r, out.Header, &o.values)
 	if deadline, ok := ctx.Deadline(); ok && rawGRPCTimeout != "" {
 		// What is left of the deadline (a malformed value is replaced).
 		out.Header["Grpc-Timeout"] = []string{grpcwire.FormatTimeout(time.Until(deadline))}
@@ -98,7 +102,13 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 	removeHopHeaders(res.Header)
 	dst := w.Header()
 	for k, vv := range res.Header {
-		dst[k] = append(dst[k], vv...)
+		if old := dst[k]; len(old) > 0 {
+			dst[k] = append(old, vv...)
+		} else {
+			// The answer's own values, capped so that an Add copies:
+			// res is not used once this handler returns.
+			dst[k] = vv[:len(vv):len(vv)]
+		}
 	}
 	announced := len(res.Trailer)
 	if announced > 0 {
@@ -141,6 +151,21 @@ func (h *handler) forward(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// outgoing is the request forward sends, with its URL, its context and
+// the values of the headers it sets.
+type outgoing struct {
+	ctx    deadlineCtx
+	req    http.Request
+	url    url.URL
+	values headerValues
+}
+
+// headerValues backs the values of the headers prepareHeader sets: the
+// forwarding headers (0 to 2), Te (3) and an empty User-Agent (4). Each
+// header gets a capped slice of it, so that an append elsewhere copies
+// rather than overwrites its neighbour.
+type headerValues [5]string
+
 // countGRPC counts a gRPC call the target answered, by method and
 // grpc-status (in the trailers, or in the headers of a Trailers-Only
 // answer; "unknown" when neither has one).
@@ -168,18 +193,21 @@ func (h *handler) countGRPC(path string, res *http.Response) {
 // (gateway/edge.go). Removing them here, after the filters, would delete
 // what the gateway and its filters set under those names (X-User-Id,
 // X-Request-Id).
-func (u *Upstream) prepareHeader(in *http.Request, hdr http.Header) {
+//
+// vals backs the values it sets.
+func (u *Upstream) prepareHeader(in *http.Request, hdr http.Header, vals *headerValues) {
 	teTrailers := hasToken(hdr["Te"], "trailers")
 	fwd := forwardedFrom(in) // before the edits: hdr is in's header
 	for _, name := range hopHeaders {
 		delete(hdr, name)
 	}
 	if teTrailers {
-		hdr["Te"] = []string{"trailers"}
+		vals[3] = "trailers"
+		hdr["Te"] = vals[3:4:4]
 	}
-	fwd.set(in, hdr)
+	fwd.set(in, hdr, vals)
 	if _, ok := hdr["User-Agent"]; !ok {
-		hdr["User-Agent"] = []string{""}
+		hdr["User-Agent"] = vals[4:5:5] // ""
 	}
 }
 
@@ -202,12 +230,9 @@ func forwardedFrom(in *http.Request) forwarded {
 // X-Forwarded-For is the trusted chain, if any, and in's peer;
 // X-Forwarded-Host and -Proto are the trusted peer's, else in's own;
 // Forwarded is dropped.
-func (f forwarded) set(in *http.Request, hdr http.Header) {
+func (f forwarded) set(in *http.Request, hdr http.Header, vals *headerValues) {
 	delete(hdr, "Forwarded")
 	delete(hdr, "X-Forwarded-For")
-	// One array backs the three values (each slice capped: an append
-	// elsewhere copies rather than overwrites its neighbour).
-	vals := make([]string, 3)
 	if clientIP, _, err := net.SplitHostPort(in.RemoteAddr); err == nil {
 		if len(f.priorFor) > 0 {
 			clientIP = strings.Join(f.priorFor, ", ") + ", " + clientIP

@@ -296,7 +296,7 @@ func (u *Upstream) Handler(timeout time.Duration, opts ...HandlerOption) http.Ha
 // rewrite prepares an upgrade request, which ReverseProxy still sends (see
 // forward.go for the others); the target is chosen per attempt by the roundTripper.
 func (u *Upstream) rewrite(pr *httputil.ProxyRequest) {
-	forwardedFrom(pr.In).set(pr.In, pr.Out.Header)
+	forwardedFrom(pr.In).set(pr.In, pr.Out.Header, new(headerValues))
 	if !u.preserveHost {
 		pr.Out.Host = "" // the transport sends the target's host
 	}
