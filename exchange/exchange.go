@@ -71,6 +71,26 @@ func WithInfo(ctx context.Context, info *Info) context.Context {
 	return context.WithValue(ctx, ctxKey{}, info)
 }
 
+// InfoContext is a context carrying an Info, as WithInfo returns, for
+// embedding beside the Info it carries: one allocation for both.
+type InfoContext struct {
+	context.Context
+	info *Info
+}
+
+// Init sets c to parent carrying info.
+func (c *InfoContext) Init(parent context.Context, info *Info) {
+	c.Context, c.info = parent, info
+}
+
+// Value implements context.Context.
+func (c *InfoContext) Value(key any) any {
+	if _, ok := key.(ctxKey); ok {
+		return c.info
+	}
+	return c.Context.Value(key)
+}
+
 // From returns the request's Info, or nil when the context carries none.
 func From(ctx context.Context) *Info {
 	info, _ := ctx.Value(ctxKey{}).(*Info)

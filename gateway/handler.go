@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -40,10 +41,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Then, before anything sets a header: hop-by-hop and identity headers out.
 	g.cleanHeaders(t, r)
 	clientSubject(t, r)
-	info.RequestID = requestid.Pick(r.Header.Get(t.reqIDHeader), t.trustReqID)
+	info.RequestID = requestid.Pick(&st.idBytes, r.Header.Get(t.reqIDHeader), t.trustReqID)
 	// One value slice for both headers (the name is canonical already;
 	// each capped, so an Add on either copies rather than shares).
-	id := []string{info.RequestID}
+	st.id[0] = info.RequestID
+	id := st.id[:]
 	r.Header[t.reqIDHeader] = id
 	w.Header()[t.reqIDHeader] = id[:1:1]
 	if g.draining.Load() && r.Header.Get("Upgrade") == "" {
@@ -54,7 +56,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if info.TrustedPeer && !info.ClientIP.IsValid() {
 		g.noteUnknownClient(r, info)
 	}
-	ctx := exchange.WithInfo(r.Context(), info)
+	st.ctx.Init(r.Context(), info)
+	var ctx context.Context = &st.ctx
 	var span trace.Span // nil when tracing is off: no tracing work at all
 	if g.tracer != nil {
 		ctx, span = startServerSpan(ctx, g.tracer, r, info)
@@ -68,7 +71,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}()
 	}
-	r = r.WithContext(ctx)
+	st.req = *r.WithContext(ctx) // inlined: the copy's copy stays on the stack
+	r = &st.req
 
 	rm := g.serve(t, rec, r, info)
 	now := time.Now()
@@ -248,9 +252,13 @@ func cleanPath(p string) string {
 }
 
 type requestState struct {
-	info   exchange.Info
-	rec    recorder
-	params [4]exchange.PathParam // backs info.PathParams
+	info    exchange.Info
+	rec     recorder
+	params  [4]exchange.PathParam // backs info.PathParams
+	id      [1]string             // backs the request id headers' value
+	idBytes requestid.Buf         // a new request id's bytes
+	ctx     exchange.InfoContext  // the request's context, carrying info
+	req     http.Request          // the request as the route sees it
 }
 
 // recorder notes the status and the bytes written, for metrics and the

@@ -32,14 +32,8 @@ func (o *ops) apply(h http.Header) {
 	for _, name := range o.remove {
 		delete(h, name)
 	}
-	if len(o.set) > 0 {
-		// One backing array for all set values; each header gets a full
-		// slice of it so that a later Add copies instead of overwriting.
-		vals := make([]string, len(o.set))
-		for i, s := range o.set {
-			vals[i] = s.value
-			h[s.name] = vals[i : i+1 : i+1]
-		}
+	for _, s := range o.set {
+		h[s.name] = s.values // shared, read-only: see op
 	}
 	for _, a := range o.add {
 		h[a.name] = append(h[a.name], a.value)

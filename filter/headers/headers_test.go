@@ -78,8 +78,9 @@ func TestRequestOps(t *testing.T) {
 	}
 }
 
-// A set header's slice shares its backing array with other set values: a
-// later Add by another handler must not overwrite its neighbour.
+// A set header's value slice is the filter's, shared by every request: a
+// later Add by another handler must neither overwrite a neighbour nor
+// reach the next request.
 func TestSetValuesDoNotAlias(t *testing.T) {
 	f, err := headers.New(&headers.Config{Request: headers.Ops{Set: map[string]string{"X-A": "a", "X-B": "b"}}})
 	if err != nil {
@@ -87,6 +88,17 @@ func TestSetValuesDoNotAlias(t *testing.T) {
 	}
 	var got http.Header
 	h := f.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		r.Header.Add("X-A", "a2")
+		r.Header.Add("X-B", "b2")
+	}))
+	for i := range 2 {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+		if !slices.Equal(got["X-A"], []string{"a"}) || !slices.Equal(got["X-B"], []string{"b"}) {
+			t.Errorf("request %d: X-A = %q, X-B = %q", i, got["X-A"], got["X-B"])
+		}
+	}
+	h = f.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Add("X-A", "a2")
 		got = r.Header
 	}))

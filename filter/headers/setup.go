@@ -30,7 +30,14 @@ type ops struct {
 	add    []op
 }
 
-type op struct{ name, value string }
+// op is one header to set or add. values is the value alone, made once
+// and shared by every request: set puts it in the header as it is (its
+// capacity is 1, so an Add elsewhere copies it rather than writes into
+// it; nothing in the gateway writes a header value in place).
+type op struct {
+	name, value string
+	values      []string
+}
 
 func (o *ops) empty() bool { return len(o.remove)+len(o.set)+len(o.add) == 0 }
 
@@ -115,7 +122,7 @@ func compileValues(at config.At, m map[string]string) []op {
 			at.Errorf("the value contains the control character %q", value[i])
 			continue
 		}
-		out = append(out, op{name: canon, value: value})
+		out = append(out, op{name: canon, value: value, values: []string{value}})
 	}
 	slices.SortFunc(out, func(a, b op) int { return cmp.Compare(a.name, b.name) })
 	return out

@@ -8,6 +8,7 @@ package requestid
 import (
 	"encoding/hex"
 	"math/rand/v2"
+	"unsafe"
 )
 
 // MaxLen is the longest incoming id kept.
@@ -32,20 +33,30 @@ func Valid(id string) bool {
 }
 
 // New returns a random 32-hex-digit id (128 bits, the shape of a W3C trace id).
-func New() string {
+func New() string { return NewIn(new(Buf)) }
+
+// Buf holds the bytes of an id made by NewIn.
+type Buf [32]byte
+
+// NewIn is New with the id's bytes in buf, which the returned string
+// shares: buf must not be written again. It lets a caller that allocates
+// per-request state anyway keep the id there.
+func NewIn(buf *Buf) string {
 	var raw [16]byte
 	a, b := rand.Uint64(), rand.Uint64()
 	for i := 0; i < 8; i++ {
 		raw[i] = byte(a >> (8 * i))
 		raw[8+i] = byte(b >> (8 * i))
 	}
-	return hex.EncodeToString(raw[:])
+	hex.Encode(buf[:], raw[:])
+	return unsafe.String(&buf[0], len(buf))
 }
 
-// Pick keeps incoming when trusted and valid, else makes a new id.
-func Pick(incoming string, trust bool) string {
+// Pick keeps incoming when trusted and valid, else makes a new id in buf
+// (see NewIn).
+func Pick(buf *Buf, incoming string, trust bool) string {
 	if trust && Valid(incoming) {
 		return incoming
 	}
-	return New()
+	return NewIn(buf)
 }

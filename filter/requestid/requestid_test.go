@@ -21,7 +21,7 @@ func TestPick(t *testing.T) {
 		{"9f86d081884c7d65:1.2_x", true, true},
 	}
 	for _, c := range cases {
-		got := Pick(c.in, c.trust)
+		got := Pick(new(Buf), c.in, c.trust)
 		if (got == c.in) != c.keep {
 			t.Errorf("Pick(%q, %v) = %q, keep=%v", c.in, c.trust, got, c.keep)
 		}
@@ -33,8 +33,12 @@ func TestPick(t *testing.T) {
 
 func TestNewIsUniqueAndHex(t *testing.T) {
 	seen := make(map[string]bool)
+	bufs := make([]Buf, 10000)
 	for i := 0; i < 10000; i++ {
 		id := New()
+		if i%2 == 1 {
+			id = NewIn(&bufs[i]) // each its own buffer: the ids stay distinct
+		}
 		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
 			t.Fatalf("bad id %q", id)
 		}

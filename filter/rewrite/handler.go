@@ -44,13 +44,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	r2 := new(http.Request)
-	*r2 = *r
-	u := new(url.URL)
-	*u = *r.URL
-	setEscapedPath(u, esc)
-	r2.URL = u
-	h.next.ServeHTTP(w, r2)
+	rw := &rewritten{req: *r, url: *r.URL} // one allocation for both
+	setEscapedPath(&rw.url, esc)
+	rw.req.URL = &rw.url
+	h.next.ServeHTTP(w, &rw.req)
+}
+
+// rewritten is the request passed on, with its URL.
+type rewritten struct {
+	req http.Request
+	url url.URL
 }
 
 // stripPrefix removes prefix (a decoded path) from esc (an escaped path)

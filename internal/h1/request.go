@@ -86,7 +86,8 @@ func (c *conn) serveOne(w *response, n int) (keep bool) {
 	defer cancel()
 	c.cr.setCancel(cancel)
 	defer c.cr.setCancel(nil)
-	rq := req.WithContext(ctx)
+	*req = *req.WithContext(ctx) // inlined: the copy stays on the stack
+	rq := req
 	body.req = rq
 
 	w.c, w.req = c, rq
