@@ -84,7 +84,7 @@ type Gateway struct {
 
 	data            dataServer // the plain listener's: the loop (internal/h1) or net/http
 	admin, demoHTTP *http.Server
-	dataTLS         *http.Server // nil without a tls: listener
+	dataTLS         dataServer // nil without a tls: listener; the loop (internal/h1) or net/http
 	demoDubbo       *provider.Server
 	dubbo           *dubbo.Client
 	triple          *triple.Client

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/internal/h1"
 	"github.com/dubbogw/dubbogw/servertls"
 )
 
@@ -37,7 +38,7 @@ func (g *Gateway) startTLS(ctx context.Context, lc *net.ListenConfig, cfg *confi
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetHTTP2(true)
-	g.dataTLS = &http.Server{
+	std := &http.Server{
 		Handler:           g,
 		ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout.D(),
 		WriteTimeout:      g.writeTimeout,
@@ -49,15 +50,34 @@ func (g *Gateway) startTLS(ctx context.Context, lc *net.ListenConfig, cfg *confi
 		TLSConfig:         store.TLSConfig(),
 		ErrorLog:          store.ErrorLog(g.log),
 	}
-	g.log.Info("listening", "listener", "tls", "addr", g.tlsLn.Addr().String())
-	g.bg.Add(1)
-	go func() {
-		defer g.bg.Done()
-		if err := g.dataTLS.ServeTLS(g.tlsLn, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			g.log.Error("listener failed", "listener", "tls", "error", err)
-		}
-	}()
 	g.runStore(store)
+	if cfg.Server.Engine == config.EngineNetHTTP {
+		g.dataTLS = std
+		g.log.Info("listening", "listener", "tls", "addr", g.tlsLn.Addr().String())
+		g.bg.Add(1)
+		go func() {
+			defer g.bg.Done()
+			if err := std.ServeTLS(g.tlsLn, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				g.log.Error("listener failed", "listener", "tls", "error", err)
+			}
+		}()
+		return nil
+	}
+	// HTTP/1.1 on the loop, which does the handshakes; h2 connections
+	// go to net/http's server once ALPN has chosen it.
+	g.dataTLS = &h1.Server{
+		Handler:            g,
+		ReadHeaderTimeout:  std.ReadHeaderTimeout,
+		WriteTimeout:       std.WriteTimeout,
+		IdleTimeout:        std.IdleTimeout,
+		MaxHeaderBytes:     std.MaxHeaderBytes,
+		ConnState:          g.conns.track,
+		TLSConfig:          std.TLSConfig.Clone(), // net/http edits std's when it first serves h2
+		H2:                 std,
+		TLSHandshakeFailed: store.HandshakeFailed(g.log),
+		Log:                g.log,
+	}
+	g.serveBackground("tls", g.dataTLS, g.tlsLn)
 	return nil
 }
 

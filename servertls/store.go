@@ -265,3 +265,13 @@ func (w *errorWriter) Write(p []byte) (int, error) {
 	w.log.Debug(strings.TrimSpace(string(p)), "listener", "tls")
 	return len(p), nil
 }
+
+// HandshakeFailed counts a failed handshake and logs it at debug level,
+// for a server that reports handshakes itself (internal/h1's
+// TLSHandshakeFailed) rather than through ErrorLog.
+func (s *Store) HandshakeFailed(l *slog.Logger) func(remote string, err error) {
+	return func(remote string, err error) {
+		s.m.failed.Inc()
+		l.Debug("TLS handshake error", "listener", "tls", "remote", remote, "error", err)
+	}
+}

@@ -45,6 +45,7 @@ func (c *conn) serveOne(w *response, n int) (keep bool) {
 		req.Host = h.URL.Host // an absolute target's
 	}
 	req.RemoteAddr = c.remote
+	req.TLS = c.tls // one per connection (net/http copies it per request; handlers only read it)
 	req.Close = h.Close
 	req.ContentLength = h.ContentLength
 	w.values = w.valueArray[:0]

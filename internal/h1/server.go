@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -32,6 +34,11 @@ import (
 // (http.ResponseController), connection states for the drain
 // (ConnState), and Shutdown's graceful close. Connections that open with
 // HTTP/2's preface go whole to H2C, a net/http server.
+//
+// With TLSConfig, every connection is TLS: its handshake runs on the
+// connection's goroutine under net/http's handshake deadline, a client
+// that speaks plain HTTP to it gets net/http's 400, and a connection that
+// negotiates h2 (ALPN) goes whole to H2, a net/http server.
 type Server struct {
 	Handler           http.Handler
 	ReadHeaderTimeout time.Duration // 0: none
@@ -45,14 +52,24 @@ type Server struct {
 	// prior knowledge), handed over with the bytes read so far. nil: the
 	// preface is handed to Handler, as net/http without HTTP/2 does.
 	H2C *http.Server
-	Log *slog.Logger
+	// TLSConfig makes every connection TLS (nil: plain). Its NextProtos
+	// are what ALPN offers.
+	TLSConfig *tls.Config
+	// H2 serves the TLS connections that negotiate h2, handed over after
+	// the handshake. It must have the same TLSConfig (net/http offers
+	// HTTP/2 on a listener only if its TLSConfig lists h2).
+	H2 *http.Server
+	// TLSHandshakeFailed is told of each failed handshake (nil: logged at
+	// debug level: clients choose how many fail).
+	TLSHandshakeFailed func(remote string, err error)
+	Log                *slog.Logger
 
 	mu         sync.Mutex
 	listeners  map[*net.Listener]struct{}
 	conns      map[*conn]struct{}
 	inShutdown atomic.Bool
-	h2c        *handoffListener
-	bg         sync.WaitGroup // the H2C server's Serve
+	handoffs   map[*http.Server]*handoffListener // H2C's, H2's: made on first use
+	bg         sync.WaitGroup                    // their Serve
 	dates      atomic.Pointer[dateCache]
 }
 
@@ -95,6 +112,11 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		delay = 0
+		if s.TLSConfig != nil {
+			// Wrapped before it is tracked, so that ConnState sees one
+			// connection from StateNew on; the handshake runs in serve.
+			rwc = tls.Server(rwc, s.TLSConfig)
+		}
 		c := s.newConn(rwc)
 		if c == nil {
 			continue // shutting down: closed
@@ -160,22 +182,27 @@ func (s *Server) forget(c *conn) {
 	s.mu.Unlock()
 }
 
-// handoff hands an h2c connection to H2C, starting its Serve on the first.
-func (s *Server) handoff(c net.Conn) bool {
+// handoff hands an HTTP/2 connection to srv (H2C or H2), starting its
+// Serve on the first.
+func (s *Server) handoff(srv *http.Server, c net.Conn) bool {
 	s.mu.Lock()
 	if s.inShutdown.Load() {
 		s.mu.Unlock()
 		return false
 	}
-	if s.h2c == nil {
-		s.h2c = newHandoffListener(c.LocalAddr())
+	h := s.handoffs[srv]
+	if h == nil {
+		if s.handoffs == nil {
+			s.handoffs = make(map[*http.Server]*handoffListener, 2)
+		}
+		h = newHandoffListener(c.LocalAddr())
+		s.handoffs[srv] = h
 		s.bg.Add(1)
 		go func() { // owned by the server: Shutdown and Close end it
 			defer s.bg.Done()
-			_ = s.H2C.Serve(s.h2c)
+			_ = srv.Serve(h)
 		}()
 	}
-	h := s.h2c
 	s.mu.Unlock()
 	return h.give(c)
 }
@@ -187,15 +214,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.inShutdown.Store(true)
 	s.mu.Lock()
 	s.closeListeners()
-	h := s.h2c
+	handoffs := maps.Clone(s.handoffs)
 	s.mu.Unlock()
-	var h2err error
+	var h2errs []error
 	var h2done chan struct{}
-	if h != nil {
+	if len(handoffs) > 0 {
 		h2done = make(chan struct{})
 		go func() { // waited for below
 			defer close(h2done)
-			h2err = s.H2C.Shutdown(ctx)
+			var wg sync.WaitGroup
+			errs := make([]error, 0, len(handoffs))
+			var mu sync.Mutex
+			for srv := range handoffs {
+				wg.Go(func() {
+					err := srv.Shutdown(ctx)
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			h2errs = errs
 		}()
 	}
 	poll := time.Millisecond
@@ -215,10 +254,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if h2done != nil {
 		<-h2done
-		h.close()
+		for _, h := range handoffs {
+			h.close()
+		}
 		s.bg.Wait()
 	}
-	return h2err
+	return errors.Join(h2errs...)
 }
 
 // Close closes the listeners and every connection at once.
@@ -229,15 +270,15 @@ func (s *Server) Close() error {
 	for c := range s.conns {
 		_ = c.rwc.Close()
 	}
-	h := s.h2c
+	handoffs := maps.Clone(s.handoffs)
 	s.mu.Unlock()
-	var err error
-	if h != nil {
-		err = s.H2C.Close()
+	var errs []error
+	for srv, h := range handoffs {
+		errs = append(errs, srv.Close())
 		h.close()
-		s.bg.Wait()
 	}
-	return err
+	s.bg.Wait()
+	return errors.Join(errs...)
 }
 
 func (s *Server) closeListeners() {
@@ -277,7 +318,8 @@ type conn struct {
 	held   [bufferBeforeChunking]byte // an answer's body held before its head (response.held)
 	// afterPost: the last request was a POST (see readHead).
 	afterPost bool
-	served    int // requests served on the connection
+	served    int                  // requests served on the connection
+	tls       *tls.ConnectionState // after the handshake; every request's TLS
 
 	stateMu sync.Mutex // state and closing, for Shutdown's closeIdle
 	state   http.ConnState
@@ -361,6 +403,16 @@ func (c *conn) serve() {
 		s.forget(c)
 	}()
 
+	if tc, ok := c.rwc.(*tls.Conn); ok {
+		if !c.handshake(tc) {
+			return
+		}
+		if c.tls.NegotiatedProtocol == "h2" && s.H2 != nil {
+			hijacked = c.handOff(s.H2, tc)
+			return
+		}
+	}
+
 	first := true
 	for {
 		if !first {
@@ -378,8 +430,8 @@ func (c *conn) serve() {
 			}
 			return
 		}
-		if c.head.H2Preface && s.H2C != nil {
-			hijacked = c.handOff()
+		if c.head.H2Preface && s.H2C != nil && c.tls == nil {
+			hijacked = c.handOff(s.H2C, &prefixConn{Conn: c.rwc, br: c.br, prefix: c.big})
 			return
 		}
 		r := &response{}
@@ -653,19 +705,60 @@ func (c *conn) closeWrite() {
 // into a reset that discards the answer.
 const rstAvoidanceDelay = 500 * time.Millisecond
 
-// handOff gives the connection to the H2C server with the bytes read.
-func (c *conn) handOff() bool {
+// handOff gives the connection, as nc (with the bytes read so far, if
+// any), to srv.
+func (c *conn) handOff(srv *http.Server, nc net.Conn) bool {
 	_ = c.rwc.SetReadDeadline(time.Time{})
-	pc := &prefixConn{Conn: c.rwc, br: c.br}
-	if len(c.big) > 0 {
-		pc.prefix = c.big
-	}
 	c.s.forget(c)
 	c.setState(http.StateHijacked)
-	if !c.s.handoff(pc) {
+	if !c.s.handoff(srv, nc) {
 		_ = c.rwc.Close()
 	}
 	return true
+}
+
+// handshake runs the TLS handshake under net/http's deadline (the
+// shortest of the header and write timeouts). A failure is reported to
+// TLSHandshakeFailed; a client that spoke plain HTTP gets net/http's 400.
+func (c *conn) handshake(tc *tls.Conn) bool {
+	s := c.s
+	var timeout time.Duration
+	for _, d := range [...]time.Duration{s.ReadHeaderTimeout, s.WriteTimeout} {
+		if d > 0 && (timeout == 0 || d < timeout) {
+			timeout = d
+		}
+	}
+	if timeout > 0 {
+		_ = tc.SetDeadline(time.Now().Add(timeout))
+	}
+	err := tc.HandshakeContext(context.Background())
+	if err != nil {
+		var re tls.RecordHeaderError
+		if errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
+			_, _ = io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+			err = errors.New("client sent an HTTP request to an HTTPS server")
+		}
+		if s.TLSHandshakeFailed != nil {
+			s.TLSHandshakeFailed(c.remote, err)
+		} else {
+			s.logger().Debug("TLS handshake failed", "remote", c.remote, "error", err)
+		}
+		return false
+	}
+	_ = tc.SetDeadline(time.Time{}) // the loop sets its own from here
+	st := tc.ConnectionState()
+	c.tls = &st
+	return true
+}
+
+// looksLikeHTTP reports whether a TLS record header is the start of a
+// plain HTTP request (net/http's test).
+func looksLikeHTTP(hdr [5]byte) bool {
+	switch string(hdr[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO":
+		return true
+	}
+	return false
 }
 
 // prefixConn replays what was read before a handoff, then reads on.

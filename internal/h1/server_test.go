@@ -222,7 +222,13 @@ func headRequests(raw string) []*http.Request {
 
 func exchange(t *testing.T, addr, raw string, expect int, idle time.Duration) ([]answer, bool) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	return exchangeOn(t, func() (net.Conn, error) { return net.Dial("tcp", addr) }, raw, expect, idle)
+}
+
+// exchangeOn is exchange on a connection dial opens.
+func exchangeOn(t *testing.T, dial func() (net.Conn, error), raw string, expect int, idle time.Duration) ([]answer, bool) {
+	t.Helper()
+	c, err := dial()
 	if err != nil {
 		t.Error(err) // on an exchange's goroutine: no Fatal
 		return nil, true

@@ -1,0 +1,199 @@
+package h1
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testCertificate is a self-signed certificate for localhost.
+func testCertificate(t testing.TB) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		DNSNames:     []string{"localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// tlsHandler answers what the TLS state of the request is, then as testHandler.
+func tlsHandler(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/tls" {
+		if r.TLS == nil {
+			io.WriteString(w, "no TLS")
+			return
+		}
+		fmt.Fprintf(w, "%s TLS %x %s resumed=%v", r.Proto, r.TLS.Version, r.TLS.ServerName, r.TLS.DidResume)
+		return
+	}
+	testHandler(w, r)
+}
+
+// TestServerMatchesNetHTTPOverTLS runs the differential exchanges, and
+// one that reads the request's TLS state, over TLS against net/http's
+// ServeTLS: the loop's answers on a TLS connection are net/http's.
+func TestServerMatchesNetHTTPOverTLS(t *testing.T) {
+	cfg := &tls.Config{Certificates: []tls.Certificate{testCertificate(t)}, NextProtos: []string{"http/1.1"}}
+	h := http.HandlerFunc(tlsHandler)
+
+	refLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: 4 << 10, TLSConfig: cfg.Clone()}
+	go func() { _ = ref.ServeTLS(refLn, "", "") }()
+	t.Cleanup(func() { _ = ref.Close() })
+	ours := startLoop(t, &Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: 4 << 10, TLSConfig: cfg.Clone()})
+
+	dialer := func(addr string) func() (net.Conn, error) {
+		return func() (net.Conn, error) {
+			return tls.Dial("tcp", addr, &tls.Config{ServerName: "localhost", InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+		}
+	}
+	all := append([]string{"GET /tls HTTP/1.1\r\nHost: x\r\n\r\n"}, exchanges...)
+	type result struct {
+		answers []answer
+		closed  bool
+	}
+	want := make([]result, len(all))
+	got := make([]result, len(all))
+	var wg sync.WaitGroup
+	for i, raw := range all {
+		wg.Go(func() {
+			want[i].answers, want[i].closed = exchangeOn(t, dialer(refLn.Addr().String()), raw, 0, 2*time.Second)
+			got[i].answers, got[i].closed = exchangeOn(t, dialer(ours), raw, len(want[i].answers), time.Second)
+		})
+	}
+	wg.Wait()
+	if len(want[0].answers) != 1 || !strings.Contains(fmt.Sprint(want[0].answers), "HTTP/1.1 TLS 304 localhost") {
+		t.Fatalf("net/http's answer to /tls: %v", want[0].answers)
+	}
+	for i, raw := range all {
+		name := raw
+		if len(name) > 60 {
+			name = name[:60]
+		}
+		t.Run(strings.ReplaceAll(name, "\r\n", "|"), func(t *testing.T) {
+			if fmt.Sprint(got[i].answers) != fmt.Sprint(want[i].answers) {
+				t.Errorf("answers differ\n got %d: %v\nwant %d: %v", len(got[i].answers), got[i].answers, len(want[i].answers), want[i].answers)
+			}
+			if got[i].closed != want[i].closed {
+				t.Errorf("connection closed = %v, net/http's %v", got[i].closed, want[i].closed)
+			}
+		})
+	}
+}
+
+// A TLS connection that negotiates h2 goes to H2; one that speaks plain
+// HTTP gets net/http's 400; a failed or stalled handshake is reported
+// and its connection closed at the handshake deadline.
+func TestServerTLSHandshakes(t *testing.T) {
+	cfg := &tls.Config{Certificates: []tls.Certificate{testCertificate(t)}, NextProtos: []string{"h2", "http/1.1"}}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
+	h := http.HandlerFunc(tlsHandler)
+	h2 := &http.Server{Handler: h, TLSConfig: cfg, Protocols: protocols}
+	var mu sync.Mutex
+	var failures []error
+	s := &Server{Handler: h, ReadHeaderTimeout: 300 * time.Millisecond, TLSConfig: cfg.Clone(), H2: h2,
+		TLSHandshakeFailed: func(remote string, err error) {
+			mu.Lock()
+			failures = append(failures, err)
+			mu.Unlock()
+		}}
+	addr := startLoop(t, s)
+	failed := func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]error(nil), failures...)
+	}
+
+	for _, c := range []struct {
+		h2   bool
+		want string
+	}{{false, "HTTP/1.1 TLS 304"}, {true, "HTTP/2.0 TLS 304"}} {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: c.h2}
+		if !c.h2 {
+			tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+		}
+		res, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("https://" + addr + "/tls")
+		if err != nil {
+			t.Fatalf("h2=%v: %v", c.h2, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		tr.CloseIdleConnections()
+		if !strings.HasPrefix(string(body), c.want) {
+			t.Errorf("h2=%v: %q, want %q...", c.h2, body, c.want)
+		}
+	}
+	if f := failed(); len(f) != 0 {
+		t.Fatalf("handshakes failed: %v", f)
+	}
+
+	// Plain HTTP to the TLS port: net/http's answer, then the close.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	got, _ := io.ReadAll(c)
+	c.Close()
+	if want := "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n"; string(got) != want {
+		t.Errorf("plain HTTP got %q, want %q", got, want)
+	}
+
+	// A client that connects and never says hello is closed at the
+	// handshake deadline (the header timeout).
+	c, err = net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	_, err = c.Read(make([]byte, 1))
+	c.Close()
+	if !errors.Is(err, io.EOF) || time.Since(start) > 5*time.Second {
+		t.Errorf("a silent client: %v after %v, want EOF at the handshake deadline", err, time.Since(start))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(failed()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	f := failed()
+	if len(f) != 2 || !strings.Contains(f[0].Error(), "HTTP request to an HTTPS server") {
+		t.Errorf("failures reported: %v, want the plain request's and the silent client's", f)
+	}
+	var ne net.Error
+	if len(f) == 2 && !(errors.As(f[1], &ne) && ne.Timeout()) {
+		t.Errorf("the silent client's failure: %v, want a timeout", f[1])
+	}
+}
