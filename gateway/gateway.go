@@ -336,15 +336,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	}
 	g.data = std
 	if cfg.Server.Engine != config.EngineNetHTTP {
-		loop := &h1.Server{
-			Handler:           g,
-			ReadHeaderTimeout: std.ReadHeaderTimeout,
-			WriteTimeout:      std.WriteTimeout,
-			IdleTimeout:       std.IdleTimeout,
-			MaxHeaderBytes:    std.MaxHeaderBytes,
-			ConnState:         g.conns.track,
-			Log:               g.log,
-		}
+		loop := g.loopServer(std)
 		if protocols.UnencryptedHTTP2() {
 			loop.H2C = std // h2c connections are handed to net/http whole
 		}
@@ -401,6 +393,20 @@ func (g *Gateway) returnStartupMemory(t *table) {
 	runtime.ReadMemStats(&ms)
 	g.log.Info("startup reads done: memory they left behind returned to the system",
 		"after", time.Since(start).Round(time.Millisecond), "heap_bytes", ms.HeapAlloc, "sys_bytes", ms.Sys-ms.HeapReleased)
+}
+
+// loopServer is the loop serving HTTP/1.1 with std's handler, limits
+// and timeouts.
+func (g *Gateway) loopServer(std *http.Server) *h1.Server {
+	return &h1.Server{
+		Handler:           std.Handler,
+		ReadHeaderTimeout: std.ReadHeaderTimeout,
+		WriteTimeout:      std.WriteTimeout,
+		IdleTimeout:       std.IdleTimeout,
+		MaxHeaderBytes:    std.MaxHeaderBytes,
+		ConnState:         std.ConnState,
+		Log:               g.log,
+	}
 }
 
 // dataServer is what serves a listener: *http.Server or *h1.Server.

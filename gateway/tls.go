@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dubbogw/dubbogw/config"
-	"github.com/dubbogw/dubbogw/internal/h1"
 	"github.com/dubbogw/dubbogw/servertls"
 )
 
@@ -65,18 +64,11 @@ func (g *Gateway) startTLS(ctx context.Context, lc *net.ListenConfig, cfg *confi
 	}
 	// HTTP/1.1 on the loop, which does the handshakes; h2 connections
 	// go to net/http's server once ALPN has chosen it.
-	g.dataTLS = &h1.Server{
-		Handler:            g,
-		ReadHeaderTimeout:  std.ReadHeaderTimeout,
-		WriteTimeout:       std.WriteTimeout,
-		IdleTimeout:        std.IdleTimeout,
-		MaxHeaderBytes:     std.MaxHeaderBytes,
-		ConnState:          g.conns.track,
-		TLSConfig:          std.TLSConfig.Clone(), // net/http edits std's when it first serves h2
-		H2:                 std,
-		TLSHandshakeFailed: store.HandshakeFailed(g.log),
-		Log:                g.log,
-	}
+	loop := g.loopServer(std)
+	loop.TLSConfig = std.TLSConfig.Clone() // net/http edits std's when it first serves h2
+	loop.H2 = std
+	loop.TLSHandshakeFailed = store.HandshakeFailed(g.log)
+	g.dataTLS = loop
 	g.serveBackground("tls", g.dataTLS, g.tlsLn)
 	return nil
 }

@@ -220,12 +220,8 @@ func headRequests(raw string) []*http.Request {
 	}
 }
 
-func exchange(t *testing.T, addr, raw string, expect int, idle time.Duration) ([]answer, bool) {
-	t.Helper()
-	return exchangeOn(t, func() (net.Conn, error) { return net.Dial("tcp", addr) }, raw, expect, idle)
-}
-
-// exchangeOn is exchange on a connection dial opens.
+// exchangeOn sends raw on a connection dial opens and reads the answers
+// (see readAnswers).
 func exchangeOn(t *testing.T, dial func() (net.Conn, error), raw string, expect int, idle time.Duration) ([]answer, bool) {
 	t.Helper()
 	c, err := dial()
@@ -271,24 +267,36 @@ func TestServerMatchesNetHTTP(t *testing.T) {
 	h := http.HandlerFunc(testHandler)
 	ref := startNetHTTP(t, h)
 	ours := startLoop(t, &Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: 4 << 10})
-	type result struct {
-		answers []answer
-		closed  bool
+	dialer := func(addr string) func() (net.Conn, error) {
+		return func() (net.Conn, error) { return net.Dial("tcp", addr) }
 	}
-	want := make([]result, len(exchanges))
-	got := make([]result, len(exchanges))
+	compareExchanges(t, exchanges, dialer(ref), dialer(ours))
+}
+
+// result is what a client read in one exchange.
+type result struct {
+	answers []answer
+	closed  bool
+}
+
+// compareExchanges sends each of raws on a connection from ref and on
+// one from ours, side by side, and fails a subtest for each whose
+// answers or close differ. It returns what ref's server answered.
+func compareExchanges(t *testing.T, raws []string, ref, ours func() (net.Conn, error)) []result {
+	want := make([]result, len(raws))
+	got := make([]result, len(raws))
 	// Each exchange waits out a silence; they run side by side.
 	var wg sync.WaitGroup
-	for i, raw := range exchanges {
+	for i, raw := range raws {
 		wg.Go(func() {
 			// net/http answers on loopback in milliseconds: 2 s of silence
 			// is a connection it keeps open.
-			want[i].answers, want[i].closed = exchange(t, ref, raw, 0, 2*time.Second)
-			got[i].answers, got[i].closed = exchange(t, ours, raw, len(want[i].answers), time.Second)
+			want[i].answers, want[i].closed = exchangeOn(t, ref, raw, 0, 2*time.Second)
+			got[i].answers, got[i].closed = exchangeOn(t, ours, raw, len(want[i].answers), time.Second)
 		})
 	}
 	wg.Wait()
-	for i, raw := range exchanges {
+	for i, raw := range raws {
 		name := raw
 		if len(name) > 60 {
 			name = name[:60]
@@ -302,4 +310,5 @@ func TestServerMatchesNetHTTP(t *testing.T) {
 			}
 		})
 	}
+	return want
 }

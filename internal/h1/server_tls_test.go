@@ -1,45 +1,24 @@
 package h1
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dubbogw/dubbogw/internal/testcert"
 )
 
-// testCertificate is a self-signed certificate for localhost.
+// testCertificate is a certificate for localhost from a new CA.
 func testCertificate(t testing.TB) tls.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		DNSNames:     []string{"localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return testcert.NewCA(t, "h1 test CA").Server(t, time.Now().Add(time.Hour), "localhost").Pair(t)
 }
 
 // tlsHandler answers what the TLS state of the request is, then as testHandler.
@@ -77,36 +56,9 @@ func TestServerMatchesNetHTTPOverTLS(t *testing.T) {
 		}
 	}
 	all := append([]string{"GET /tls HTTP/1.1\r\nHost: x\r\n\r\n"}, exchanges...)
-	type result struct {
-		answers []answer
-		closed  bool
-	}
-	want := make([]result, len(all))
-	got := make([]result, len(all))
-	var wg sync.WaitGroup
-	for i, raw := range all {
-		wg.Go(func() {
-			want[i].answers, want[i].closed = exchangeOn(t, dialer(refLn.Addr().String()), raw, 0, 2*time.Second)
-			got[i].answers, got[i].closed = exchangeOn(t, dialer(ours), raw, len(want[i].answers), time.Second)
-		})
-	}
-	wg.Wait()
+	want := compareExchanges(t, all, dialer(refLn.Addr().String()), dialer(ours))
 	if len(want[0].answers) != 1 || !strings.Contains(fmt.Sprint(want[0].answers), "HTTP/1.1 TLS 304 localhost") {
 		t.Fatalf("net/http's answer to /tls: %v", want[0].answers)
-	}
-	for i, raw := range all {
-		name := raw
-		if len(name) > 60 {
-			name = name[:60]
-		}
-		t.Run(strings.ReplaceAll(name, "\r\n", "|"), func(t *testing.T) {
-			if fmt.Sprint(got[i].answers) != fmt.Sprint(want[i].answers) {
-				t.Errorf("answers differ\n got %d: %v\nwant %d: %v", len(got[i].answers), got[i].answers, len(want[i].answers), want[i].answers)
-			}
-			if got[i].closed != want[i].closed {
-				t.Errorf("connection closed = %v, net/http's %v", got[i].closed, want[i].closed)
-			}
-		})
 	}
 }
 
