@@ -3,6 +3,7 @@ package h1
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -90,35 +91,52 @@ func TestPipelinedAnswersOneWrite(t *testing.T) {
 // while its request is served cancels the request's context, as with
 // net/http's server (a request whose client left stops holding its slot).
 func TestClientLeavingCancelsRequest(t *testing.T) {
-	for _, body := range []string{"", "hello"} {
-		cancelled := make(chan struct{})
-		started := make(chan struct{})
-		s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.ReadAll(r.Body)
-			close(started)
-			select {
-			case <-r.Context().Done():
-				close(cancelled)
-			case <-time.After(20 * time.Second):
-			}
-		}), ReadHeaderTimeout: 5 * time.Second}
-		addr := startLoop(t, s)
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		head := "GET /x HTTP/1.1\r\nHost: a\r\n\r\n"
-		if body != "" {
-			head = "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n" + body
-		}
-		io.WriteString(c, head)
-		<-started
-		c.Close()
+	cfg := &tls.Config{Certificates: []tls.Certificate{testCertificate(t)}}
+	for _, c := range []struct {
+		body string
+		tls  *tls.Config
+	}{{"", nil}, {"hello", nil}, {"", cfg}, {"hello", cfg}} {
+		clientLeaves(t, c.body, c.tls)
+	}
+}
+
+// clientLeaves runs TestClientLeavingCancelsRequest's exchange with
+// body, over TLS when cfg is not nil.
+func clientLeaves(t *testing.T, body string, cfg *tls.Config) {
+	t.Helper()
+	cancelled := make(chan struct{})
+	started := make(chan struct{})
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		close(started)
 		select {
-		case <-cancelled:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("body %q: the request's context was not cancelled when its client left", body)
+		case <-r.Context().Done():
+			close(cancelled)
+		case <-time.After(20 * time.Second):
 		}
+	}), ReadHeaderTimeout: 5 * time.Second, TLSConfig: cfg}
+	addr := startLoop(t, s)
+	var c net.Conn
+	var err error
+	if cfg != nil {
+		c, err = tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	} else {
+		c, err = net.Dial("tcp", addr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := "GET /x HTTP/1.1\r\nHost: a\r\n\r\n"
+	if body != "" {
+		head = "POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n" + body
+	}
+	io.WriteString(c, head)
+	<-started
+	c.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("body %q, TLS %v: the request's context was not cancelled when its client left", body, cfg != nil)
 	}
 }
 
