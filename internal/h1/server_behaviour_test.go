@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"sync"
@@ -397,4 +399,58 @@ func TestIdleConnectionKeepsNoLargeBuffers(t *testing.T) {
 	if cap(c.head.buf) != 1024 {
 		t.Error("a small buffer was dropped: every request would allocate it again")
 	}
+}
+
+// TestWatchLeavesConnectionUsable: a handler that runs past watchAfter
+// has the connection read in the background; once it answers, the
+// aborted read leaves the connection as it was, plain or TLS, and the
+// next request on it is served.
+func TestWatchLeavesConnectionUsable(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(6 * watchAfter)
+		io.WriteString(w, r.URL.Path)
+	})
+	cfg := &tls.Config{Certificates: []tls.Certificate{testCertificate(t)}}
+	for _, srvCfg := range []*tls.Config{nil, cfg} {
+		addr := startLoop(t, &Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, TLSConfig: srvCfg})
+		tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxConnsPerHost: 1}
+		client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+		scheme := "http"
+		if srvCfg != nil {
+			scheme = "https"
+		}
+		reused := 0
+		for i := range 3 {
+			var got string
+			res, err := client.Do(withConnTrace(t, scheme+"://"+addr+fmt.Sprintf("/r%d", i), &reused))
+			if err == nil {
+				b, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				got = string(b)
+			}
+			if err != nil || got != fmt.Sprintf("/r%d", i) {
+				t.Fatalf("TLS %v, request %d: %q, %v", srvCfg != nil, i, got, err)
+			}
+		}
+		tr.CloseIdleConnections()
+		if reused != 2 {
+			t.Errorf("TLS %v: %d of 3 requests reused the connection, want 2", srvCfg != nil, reused)
+		}
+	}
+}
+
+// withConnTrace is a GET of url that counts in reused whether it went on
+// a connection used before.
+func withConnTrace(t *testing.T, url string, reused *int) *http.Request {
+	t.Helper()
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if info.Reused {
+			*reused++
+		}
+	}}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }
