@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/internal/testcert"
 	"github.com/dubbogw/dubbogw/internal/testenv"
 )
@@ -107,8 +108,21 @@ func (f *tlsFixture) client(serverName string, h2 bool, maxVersion uint16, certs
 // TestTLSListener: Go clients over TLS 1.2 and 1.3, HTTP/1.1 and HTTP/2;
 // SNI picks between two certificates; curl, an independent client, does
 // the same; handshakes are counted and expiries published.
+// TestTLSListener runs on each HTTP/1.1 engine: the loop (which does
+// the handshakes itself and hands h2 to net/http) and net/http's.
 func TestTLSListener(t *testing.T) {
-	f := startTLSGateway(t, "")
+	for _, engine := range []string{config.EngineLoop, config.EngineNetHTTP} {
+		t.Run(engine, func(t *testing.T) {
+			f := testTLSListener(t, "server: {engine: "+engine+"}")
+			if _, std := f.gw.dataTLS.(*http.Server); std != (engine == config.EngineNetHTTP) {
+				t.Errorf("engine %s served by %T", engine, f.gw.dataTLS)
+			}
+		})
+	}
+}
+
+func testTLSListener(t *testing.T, extra string) *tlsFixture {
+	f := startTLSGateway(t, extra)
 	for _, c := range []struct {
 		name       string
 		h2         bool
@@ -183,6 +197,7 @@ func TestTLSListener(t *testing.T) {
 			t.Errorf("curl %v: %v %q, want ...%q", args, err, out, want)
 		}
 	}
+	return f
 }
 
 // TestTLSCertificateRotationUnderLoad: the certificate files are replaced
@@ -268,9 +283,16 @@ func TestTLSCertificateRotationUnderLoad(t *testing.T) {
 // client CA gets through, and its subject reaches the upstream in the
 // configured header, which no client can send itself on either listener.
 func TestMutualTLS(t *testing.T) {
+	for _, engine := range []string{config.EngineLoop, config.EngineNetHTTP} {
+		t.Run(engine, func(t *testing.T) { testMutualTLS(t, engine) })
+	}
+}
+
+func testMutualTLS(t *testing.T, engine string) {
 	f := startTLSGateway(t, `  client_auth: require
   client_ca_file: CA_FILE
-  client_subject_header: X-Client-Subject`)
+  client_subject_header: X-Client-Subject
+server: {engine: `+engine+`}`)
 	if _, err := f.client("api.example.com", false, 0).Get("https://api.example.com/x"); err == nil {
 		t.Error("a client without a certificate got through client_auth require")
 	}
