@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,10 +26,15 @@ type deadlineCtx struct {
 	parent   context.Context
 	deadline time.Time // the earlier of the parent's and the timeout's
 
-	mu       sync.Mutex
-	inner    context.Context // the real timer context, once one was needed
-	cancel   context.CancelFunc
-	released bool
+	released atomic.Bool
+	real     atomic.Pointer[timerCtx] // once one was needed: made under mu
+	mu       sync.Mutex               // orders making real with release
+}
+
+// timerCtx is the real timer context a deadlineCtx stands for.
+type timerCtx struct {
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // init sets c to parent with a deadline timeout from now (or the parent's,
@@ -44,34 +50,38 @@ func (c *deadlineCtx) init(parent context.Context, timeout time.Duration) {
 // release ends c, as the cancel of context.WithTimeout does.
 func (c *deadlineCtx) release() {
 	c.mu.Lock()
-	c.released = true
-	if c.cancel != nil {
-		c.cancel()
+	c.released.Store(true)
+	if t := c.real.Load(); t != nil {
+		t.cancel()
 	}
 	c.mu.Unlock()
 }
 
-// realLocked returns the timer context c stands for, making it on first
-// use. c.mu is held.
-func (c *deadlineCtx) realLocked() context.Context {
-	if c.inner == nil {
-		c.inner, c.cancel = context.WithDeadline(c.parent, c.deadline)
-		if c.released {
-			c.cancel()
-		}
+// realCtx returns the timer context c stands for, making it on first
+// use. The request's path reads real without a lock: only the first
+// use takes mu.
+func (c *deadlineCtx) realCtx() context.Context {
+	if t := c.real.Load(); t != nil {
+		return t.ctx
 	}
-	return c.inner
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.real.Load(); t != nil {
+		return t.ctx
+	}
+	ctx, cancel := context.WithDeadline(c.parent, c.deadline)
+	if c.released.Load() {
+		cancel()
+	}
+	c.real.Store(&timerCtx{ctx: ctx, cancel: cancel})
+	return ctx
 }
 
 // Deadline implements context.Context.
 func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // Done implements context.Context: it makes the timer context.
-func (c *deadlineCtx) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.realLocked().Done()
-}
+func (c *deadlineCtx) Done() <-chan struct{} { return c.realCtx().Done() }
 
 // Err implements context.Context. Without a timer context it answers
 // from the parent and the clock; once the deadline has passed (or c was
@@ -81,19 +91,15 @@ func (c *deadlineCtx) Done() <-chan struct{} {
 // error it reports must be the deadline's even when a timer context,
 // made earlier, has not fired yet (its timer is due: Err waits for it).
 func (c *deadlineCtx) Err() error {
-	c.mu.Lock()
-	if c.inner == nil {
+	if c.real.Load() == nil {
 		if err := c.parent.Err(); err != nil {
-			c.mu.Unlock()
 			return err // as a child of parent would: ended with it
 		}
-		if !c.released && time.Now().Before(c.deadline) {
-			c.mu.Unlock()
+		if !c.released.Load() && time.Now().Before(c.deadline) {
 			return nil
 		}
 	}
-	inner := c.realLocked()
-	c.mu.Unlock()
+	inner := c.realCtx()
 	if err := inner.Err(); err != nil || time.Now().Before(c.deadline) {
 		return err
 	}
@@ -105,11 +111,8 @@ func (c *deadlineCtx) Err() error {
 // answers, so that a context derived from c (which calls Done first,
 // making it) registers with it rather than watching c from a goroutine.
 func (c *deadlineCtx) Value(key any) any {
-	c.mu.Lock()
-	inner := c.inner
-	c.mu.Unlock()
-	if inner != nil {
-		return inner.Value(key)
+	if t := c.real.Load(); t != nil {
+		return t.ctx.Value(key)
 	}
 	return c.parent.Value(key)
 }
