@@ -216,26 +216,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.closeListeners()
 	handoffs := maps.Clone(s.handoffs)
 	s.mu.Unlock()
-	var h2errs []error
-	var h2done chan struct{}
-	if len(handoffs) > 0 {
-		h2done = make(chan struct{})
-		go func() { // waited for below
-			defer close(h2done)
-			var wg sync.WaitGroup
-			errs := make([]error, 0, len(handoffs))
-			var mu sync.Mutex
-			for srv := range handoffs {
-				wg.Go(func() {
-					err := srv.Shutdown(ctx)
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				})
-			}
-			wg.Wait()
-			h2errs = errs
-		}()
+	// The HTTP/2 servers drain beside the loop's connections.
+	var h2 sync.WaitGroup
+	h2errs := make([]error, 0, len(handoffs))
+	var h2mu sync.Mutex
+	for srv := range handoffs {
+		h2.Go(func() {
+			err := srv.Shutdown(ctx)
+			h2mu.Lock()
+			h2errs = append(h2errs, err)
+			h2mu.Unlock()
+		})
 	}
 	poll := time.Millisecond
 	timer := time.NewTimer(poll)
@@ -243,22 +234,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for !s.closeIdle() {
 		select {
 		case <-ctx.Done():
-			if h2done != nil {
-				<-h2done
-			}
+			h2.Wait()
 			return ctx.Err()
 		case <-timer.C:
 			poll = min(2*poll, 500*time.Millisecond)
 			timer.Reset(poll)
 		}
 	}
-	if h2done != nil {
-		<-h2done
-		for _, h := range handoffs {
-			h.close()
-		}
-		s.bg.Wait()
+	h2.Wait()
+	for _, h := range handoffs {
+		h.close()
 	}
+	s.bg.Wait()
 	return errors.Join(h2errs...)
 }
 
