@@ -32,7 +32,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -81,16 +80,7 @@ func preparePixiu(ctx context.Context, install bool, dir string, logger *slog.Lo
 // buildPixiu builds test/pixiu (pixiu's own command, a module of its own)
 // into dir.
 func buildPixiu(ctx context.Context, root, dir string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	bin := filepath.Join(dir, "pixiu")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	cmd.Dir = filepath.Join(root, "test", "pixiu")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building pixiu (go build in %s): %w\n%s", cmd.Dir, err, out)
-	}
-	return bin, nil
+	return goBuild(ctx, 10*time.Minute, filepath.Join(root, "test", "pixiu"), ".", filepath.Join(dir, "pixiu"))
 }
 
 // findZooKeeper makes sure the Debian package zookeeper is installed,

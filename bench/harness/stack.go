@@ -167,14 +167,18 @@ func startStack(ctx context.Context, dir string, self []string, spec stackSpec, 
 // buildEngineProxy builds test/interop/cmd/engineproxy (the test module,
 // which holds fasthttp) into dir.
 func buildEngineProxy(ctx context.Context, root, dir string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	return goBuild(ctx, 5*time.Minute, filepath.Join(root, "test", "interop"), "./cmd/engineproxy", filepath.Join(dir, "engineproxy"))
+}
+
+// goBuild builds pkg of the module in moduleDir into bin, within timeout.
+func goBuild(ctx context.Context, timeout time.Duration, moduleDir, pkg, bin string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	bin := filepath.Join(dir, "engineproxy")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/engineproxy")
-	cmd.Dir = filepath.Join(root, "test", "interop")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	cmd.Dir = moduleDir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("building the engine proxies (go build ./cmd/engineproxy in %s): %w\n%s", cmd.Dir, err, out)
+		return "", fmt.Errorf("building %s (go build %s in %s): %w\n%s", filepath.Base(bin), pkg, moduleDir, err, out)
 	}
 	return bin, nil
 }
