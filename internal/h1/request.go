@@ -94,7 +94,6 @@ func (c *conn) serveOne(w *response, n int) (keep bool) {
 	w.c, w.req = c, rq
 	w.header = make(http.Header)
 	w.contentLength = -1
-	w.closeAfter = h.Close
 	w.bodyAllowedForHead = req.Method != http.MethodHead
 	if expectFailed {
 		w.header.Set("Connection", "close")

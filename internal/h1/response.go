@@ -452,15 +452,36 @@ func (w *response) SetReadDeadline(t time.Time) error { return w.c.rwc.SetReadDe
 // SetWriteDeadline sets the connection's write deadline (http.ResponseController).
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
 
-// hasToken reports whether a comma-separated list field holds token.
+// hasToken is net/http's hasToken, which its server and Request.Write
+// apply to the first value of Connection and Expect: whether token (lower
+// case) appears in vv's first value, ASCII case-insensitively, between
+// spaces, tabs, commas or the ends. It is not a list parse: "0 keep-alive"
+// holds keep-alive. (A request's Close is the list parse: containsToken.)
 func hasToken(vv []string, token string) bool {
-	for _, v := range vv {
-		if containsToken([]byte(v), token) {
+	if len(vv) == 0 {
+		return false
+	}
+	v := vv[0]
+	for start := 0; start+len(token) <= len(v); start++ {
+		end := start + len(token)
+		if start > 0 && !isTokenBoundary(v[start-1]) || end < len(v) && !isTokenBoundary(v[end]) {
+			continue
+		}
+		match := true
+		for i := range len(token) {
+			if lower(v[start+i]) != token[i] {
+				match = false
+				break
+			}
+		}
+		if match {
 			return true
 		}
 	}
 	return false
 }
+
+func isTokenBoundary(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
 
 // statusLine is "code text".
 func statusLine(code int) string {

@@ -156,6 +156,18 @@ var exchanges = []string{
 	"GET /small HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("b", 8<<10) + "\r\n\r\n",
 	"GET /small HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("b", 3<<10) + "\r\n\r\nGET /echo HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("c", 5000) + "\r\n\r\n",
 	"POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+	// Keep-alive and Expect are decided as net/http's server decides
+	// them: its hasToken on the first value (a token between spaces or
+	// commas), not the list parse that sets Request.Close.
+	"GET /echo HTTP/1.0\r\nHost: x\r\nConnection: 0 keep-Alive\r\n\r\nGET /small HTTP/1.0\r\nHost: x\r\n\r\n",
+	"GET /echo HTTP/1.0\r\nHost: x\r\nConnection: keep-alive, close\r\n\r\nGET /small HTTP/1.0\r\nHost: x\r\n\r\n",
+	"GET /echo HTTP/1.0\r\nHost: x\r\nConnection: a\r\nConnection: keep-alive\r\n\r\nGET /small HTTP/1.0\r\nHost: x\r\n\r\n",
+	"GET /echo HTTP/1.1\r\nHost: x\r\nConnection: x close\r\n\r\nGET /small HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET /echo HTTP/1.1\r\nHost: x\r\nConnection: xclose\r\n\r\nGET /small HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET /echo HTTP/1.1\r\nHost: x\r\nConnection: a\r\nConnection: close\r\n\r\nGET /small HTTP/1.1\r\nHost: x\r\n\r\n",
+	"GET /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n",
+	"POST /echo HTTP/1.0\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nab",
+	"POST /echo HTTP/1.1\r\nHost: x\r\nExpect: x 100-continue\r\nContent-Length: 2\r\n\r\nab",
 }
 
 // answer is one response as a client reads it, without what may differ
