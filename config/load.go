@@ -3,7 +3,6 @@ package config
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"reflect"
@@ -20,9 +19,31 @@ import (
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, &ReadError{Source: path, Err: err}
 	}
 	return Parse(data, path, os.LookupEnv)
+}
+
+// ReadError is a configuration that could not be read at all (a file
+// missing, a ZooKeeper node out of reach), as opposed to one read and
+// refused for its problems (*Error): a reload counts the first as a
+// failure and the second as rejected.
+type ReadError struct {
+	Source string // where it was read from, with no secret in it (Err names it too)
+	Err    error
+}
+
+func (e *ReadError) Error() string { return "read config: " + e.Err.Error() }
+
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// ExpandEnv substitutes ${NAME}, ${NAME:-default} and $${ in s as the
+// configuration's values are (for a configuration's location, such as a
+// ZooKeeper URL with its credentials); an unset variable without a default
+// is an error.
+func ExpandEnv(s string, env func(string) (string, bool)) (string, error) {
+	out, _, err := expand(s, env)
+	return out, err
 }
 
 // Parse reads a configuration from data: it substitutes ${ENV} references

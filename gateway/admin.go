@@ -478,9 +478,39 @@ func (g *Gateway) adminLimits(w http.ResponseWriter, r *http.Request) {
 }
 
 // adminConfig shows the active configuration, defaults applied, with its
-// secrets (passwords, tokens, secrets, URL passwords) redacted.
+// secrets (passwords, tokens, secrets, URL passwords) redacted, and
+// under "_source" (not a configuration key) where it came from and the
+// last reload refused since the last accepted, with its problems.
 func (g *Gateway) adminConfig(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, r, http.StatusOK, adminui.Redact(g.table.Load().cfg))
+	body := adminui.Redact(g.table.Load().cfg)
+	if m, ok := body.(map[string]any); ok {
+		m["_source"] = g.sourceView()
+	}
+	writeJSON(w, r, http.StatusOK, body)
+}
+
+// fileSource is what /admin/config says of a configuration file.
+type fileSource struct {
+	Kind     string       `json:"kind"` // "file"
+	Location string       `json:"location,omitempty"`
+	Refused  *refusedView `json:"refused,omitempty"`
+}
+
+type refusedView struct {
+	At       time.Time        `json:"at"`
+	Error    string           `json:"error"`
+	Problems []config.Problem `json:"problems,omitempty"`
+}
+
+func (g *Gateway) sourceView() any {
+	if g.opts.Source != nil {
+		return g.opts.Source.Describe()
+	}
+	v := fileSource{Kind: "file", Location: g.opts.WatchPath}
+	if r := g.reloads.refused(); r != nil {
+		v.Refused = r
+	}
+	return v
 }
 
 func (g *Gateway) adminReload(w http.ResponseWriter, r *http.Request) {

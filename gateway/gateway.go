@@ -47,6 +47,11 @@ type Options struct {
 	Load func() (*config.Config, error)
 	// WatchPath is the config file polled when reload.watch is on; empty disables watching.
 	WatchPath string
+	// Source, when set, is where Load reads from when that is not a file
+	// (configsource's ZooKeeper node): Start runs its Watch until
+	// Shutdown, whatever reload.watch says, and it is told what became
+	// of every load.
+	Source Source
 	// Logger is the process logger; LogLevel, when set, follows log.level on reload.
 	Logger   *slog.Logger
 	LogLevel *slog.LevelVar
@@ -55,6 +60,20 @@ type Options struct {
 	// SpanExporter, when set and tracing is enabled, receives every span
 	// as it ends instead of the OTLP/HTTP exporter (tests).
 	SpanExporter sdktrace.SpanExporter
+}
+
+// Source is a configuration source that says when it changed.
+type Source interface {
+	// Watch calls changed whenever the configuration may have changed,
+	// until stop is closed.
+	Watch(stop <-chan struct{}, changed func())
+	// Loaded is told the outcome of the last Load: nil when its
+	// configuration serves now, else why it was refused (a
+	// *config.ReadError when nothing could be read).
+	Loaded(err error)
+	// Describe is what /admin/config shows of the source, as JSON; no
+	// secret in it.
+	Describe() any
 }
 
 // Gateway is one running dubbogw.
@@ -222,6 +241,9 @@ func New(opts Options) (*Gateway, error) {
 	g.metrics.reloadOK.Set(1)
 	g.metrics.reloadTime.SetToCurrentTime()
 	g.reloads.record(nil, time.Now(), false)
+	if opts.Source != nil {
+		opts.Source.Loaded(nil)
+	}
 	return g, nil
 }
 
@@ -351,6 +373,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		g.bg.Add(1)
 		go g.watch(g.opts.WatchPath, fileSum(g.opts.WatchPath), cfg.Reload.Interval.D())
 	}
+	if src := g.opts.Source; src != nil {
+		g.bg.Go(func() { src.Watch(g.stop, func() { _ = g.Reload(context.Background()) }) })
+	}
 	g.bg.Add(1)
 	go func() {
 		defer g.bg.Done()
@@ -441,8 +466,11 @@ func (g *Gateway) Reload(ctx context.Context) error {
 	defer g.reloadMu.Unlock()
 	err := g.reload()
 	g.reloads.record(err, time.Now(), true)
+	if g.opts.Source != nil {
+		g.opts.Source.Loaded(err)
+	}
 	if err != nil {
-		g.metrics.reloads.WithLabelValues("failure").Inc()
+		g.metrics.reloads.WithLabelValues(reloadResult(err)).Inc()
 		g.metrics.reloadOK.Set(0)
 		g.log.Error("configuration reload refused; the previous configuration keeps serving", "error", err)
 		return err
@@ -492,6 +520,17 @@ func (g *Gateway) reload() error {
 	}()
 	g.log.Info("configuration reloaded", "routes", len(t.routes), "upstreams", len(t.upstreams))
 	return nil
+}
+
+// reloadResult is the result label of a reload that did not succeed:
+// "failure" when nothing could be read (a file missing, ZooKeeper out of
+// reach), "rejected" when what was read is refused for its problems.
+func reloadResult(err error) string {
+	var re *config.ReadError
+	if errors.As(err, &re) {
+		return "failure"
+	}
+	return "rejected"
 }
 
 func sameBool(a, b *bool) bool {

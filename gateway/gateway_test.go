@@ -20,6 +20,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/internal/testenv"
 	"github.com/dubbogw/dubbogw/observe"
 )
 
@@ -655,10 +656,33 @@ routes:
 		t.Errorf("Reload of a bad file returned nil")
 	}
 	m := do(t, "GET", tg.admin+"/metrics", nil).body
-	for _, want := range []string{`dubbogw_config_reloads_total{result="success"} 1`, `dubbogw_config_reloads_total{result="failure"} 2`, `dubbogw_config_last_reload_successful 0`} {
+	for _, want := range []string{`dubbogw_config_reloads_total{result="success"} 1`, `dubbogw_config_reloads_total{result="rejected"} 2`, `dubbogw_config_last_reload_successful 0`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+	// /admin/config names the refusal's problems beside the configuration serving.
+	var shown struct {
+		Routes []struct{ Name string }
+		Source struct {
+			Kind    string
+			Refused struct{ Problems []config.Problem }
+		} `json:"_source"`
+	}
+	getJSON(t, tg.admin+"/admin/config", &shown)
+	if len(shown.Routes) != 1 || shown.Routes[0].Name != "two" || shown.Source.Kind != "file" ||
+		len(shown.Source.Refused.Problems) != 1 || shown.Source.Refused.Problems[0].Path != "routes[0].upstream" {
+		t.Errorf("/admin/config after a refused reload: %+v", shown)
+	}
+	// A file that cannot be read is a failure, not a rejection.
+	if err := os.Remove(tg.path); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.Reload(context.Background()); err == nil {
+		t.Errorf("Reload of a missing file returned nil")
+	}
+	if n := testenv.MetricValue(t, tg.registry, "dubbogw_config_reloads_total", map[string]string{"result": "failure"}); n != 1 {
+		t.Errorf("failures: %v, want 1", n)
 	}
 }
 

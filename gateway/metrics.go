@@ -55,7 +55,7 @@ func newMetrics(reg prometheus.Registerer, ready func() float64) *metrics {
 		}, []string{"route"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "dubbogw_config_reloads_total",
-			Help: "Configuration reload attempts, by result (success, failure).",
+			Help: "Configuration reload attempts, by result: success; rejected (read, and refused for its problems); failure (could not be read).",
 		}, []string{"result"}),
 		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "dubbogw_config_last_reload_success_timestamp_seconds",

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/admission"
 	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/dubboroute"
 	"github.com/dubbogw/dubbogw/redisclient"
 	"github.com/dubbogw/dubbogw/registry"
@@ -112,8 +114,9 @@ type reloadView struct {
 
 // reloadLog is what the summary says of reloads; Reload records each.
 type reloadLog struct {
-	mu sync.Mutex
-	v  reloadView
+	mu          sync.Mutex
+	v           reloadView
+	lastRefusal *refusedView // since the last success
 }
 
 func (l *reloadLog) record(err error, now time.Time, counted bool) {
@@ -123,12 +126,25 @@ func (l *reloadLog) record(err error, now time.Time, counted bool) {
 	case err != nil:
 		l.v.Failures++
 		l.v.LastSuccessful, l.v.LastError = false, err.Error()
+		l.lastRefusal = &refusedView{At: now, Error: err.Error()}
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			l.lastRefusal.Problems = ce.Problems
+		}
 	default:
+		l.lastRefusal = nil
 		if counted {
 			l.v.Successes++
 		}
 		l.v.LastSuccessful, l.v.LastSuccess, l.v.LastError = true, now, ""
 	}
+}
+
+// refused is the last reload refused, unless one succeeded since.
+func (l *reloadLog) refused() *refusedView {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastRefusal
 }
 
 func (l *reloadLog) view() reloadView {
