@@ -135,6 +135,8 @@ go test -race -count=1 -timeout 15m $short ./...
 # time.
 log "timed load tests (no race detector): seed incident 003, no lockout by a token flood or a Redis outage, absent interfaces"
 go test -count=1 -timeout 10m $short -run 'TestSeedIncident003|TestNoLockout|TestPassthroughAbsentInterfaces' ./gateway/
+log "timed test (no race detector): a config push served by three instances within 1 s"
+go test -count=1 -timeout 5m $short -run 'TestFleetPushWithinOneSecond' ./configsource/
 log "allocation checks (no race detector)"
 go test -count=1 -timeout 5m $short -run 'TestSelectAllocatesNothing|TestInvokeAllocations' ./cluster/
 go test -count=1 -timeout 5m $short -run 'Hostile' ./hessian/
