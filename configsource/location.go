@@ -31,28 +31,37 @@ type Location struct {
 // few servers and a path is far shorter.
 const maxLocation = 4096
 
-// ParseLocation parses raw after substituting ${NAME} references from env
-// (so that the password can come from the environment: the command line
-// is visible to every user of the machine). The user name and password
-// may be percent-encoded. An error never shows the password.
+// ParseLocation parses raw, then substitutes ${NAME} references from env
+// in each of its parts (so that the password can come from the
+// environment, whatever characters it has: the command line is visible
+// to every user of the machine). A user name or password written in the
+// URL itself may be percent-encoded (a "/" or "@" in it must be). An
+// error never shows the password.
 func ParseLocation(raw string, env func(string) (string, bool)) (Location, error) {
 	if len(raw) > maxLocation {
 		return Location{}, fmt.Errorf("ZooKeeper location longer than %d bytes", maxLocation)
 	}
-	s, err := config.ExpandEnv(raw, env)
+	loc, err := parseLocation(raw, env)
 	if err != nil {
-		return Location{}, fmt.Errorf("%s: %w", config.RedactURL(raw), err)
-	}
-	loc, err := parseExpanded(s)
-	if err != nil {
-		return Location{}, fmt.Errorf("%s: %w", config.RedactURL(raw), err)
+		return Location{}, fmt.Errorf("%s: %w", redactRaw(raw), err)
 	}
 	return loc, nil
 }
 
-func parseExpanded(s string) (Location, error) {
+// redactRaw hides everything up to the last "@" of a URL that may not
+// parse: a password with a "/" would end config.RedactURL's authority
+// before its "@".
+func redactRaw(raw string) string {
+	rest, ok := strings.CutPrefix(raw, Scheme)
+	if at := strings.LastIndexByte(rest, '@'); ok && at >= 0 {
+		return Scheme + config.Redacted + rest[at:]
+	}
+	return config.RedactURL(raw)
+}
+
+func parseLocation(raw string, env func(string) (string, bool)) (Location, error) {
 	var loc Location
-	rest, ok := strings.CutPrefix(s, Scheme)
+	rest, ok := strings.CutPrefix(raw, Scheme)
 	if !ok {
 		return loc, errors.New(`want zookeeper://[user:password@]host:port[,host:port]/path`)
 	}
@@ -63,25 +72,46 @@ func parseExpanded(s string) (Location, error) {
 	if strings.ContainsAny(path, "?#") {
 		return loc, errors.New("no query or fragment: the URL is the servers and the node's path")
 	}
+	if strings.Contains(path, "@") && !strings.Contains(authority, "@") {
+		return loc, errors.New(`a "/" in the user name or password: write it %2F, or take it from ${NAME}`)
+	}
+	expand := func(what, s string) (string, error) {
+		out, err := config.ExpandEnv(s, env)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", what, err)
+		}
+		return out, nil
+	}
 	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
 		user, pass, hasPass := strings.Cut(authority[:at], ":")
 		authority = authority[at+1:]
 		var err error
-		if loc.Username, err = url.PathUnescape(user); err != nil {
+		if user, err = url.PathUnescape(user); err != nil {
 			return loc, errors.New("the user name is not valid percent-encoding")
 		}
-		if loc.Password, err = url.PathUnescape(pass); err != nil {
+		if pass, err = url.PathUnescape(pass); err != nil {
 			return loc, errors.New("the password is not valid percent-encoding")
+		}
+		if loc.Username, err = expand("user name", user); err != nil {
+			return loc, err
+		}
+		if loc.Password, err = expand("password", pass); err != nil {
+			return loc, err
 		}
 		if loc.Username == "" || !hasPass || loc.Password == "" {
 			return loc, errors.New("digest credentials are user:password, both not empty")
 		}
 	}
-	addrs, err := ParseAddrs(authority)
+	authority, err := expand("servers", authority)
 	if err != nil {
 		return loc, err
 	}
-	loc.Addrs = addrs
+	if loc.Addrs, err = ParseAddrs(authority); err != nil {
+		return loc, err
+	}
+	if path, err = expand("path", path); err != nil {
+		return loc, err
+	}
 	if err := CheckPath(path); err != nil {
 		return loc, err
 	}

@@ -250,13 +250,17 @@ func (s *Source) Watch(stop <-chan struct{}, changed func()) {
 	retry := time.NewTimer(0)
 	defer retry.Stop()
 	var sessions uint64
+	var notBefore time.Time // after a failed read: no other before the retry
 	check := true
 	for {
 		state, n, fired := s.zk.status()
 		if n != sessions || fired {
 			sessions, check = n, true
 		}
-		if check && state == zk.StateHasSession {
+		// A read that failed is not repeated at once, whatever wakes the
+		// loop: one that fails by dropping the connection (an answer past
+		// the size bound) would otherwise reconnect and read in a loop.
+		if check && state == zk.StateHasSession && !time.Now().Before(notBefore) {
 			snap, err := s.read(context.Background())
 			switch {
 			case err == nil:
@@ -274,6 +278,7 @@ func (s *Source) Watch(stop <-chan struct{}, changed func()) {
 				s.log.Warn("configuration node missing in ZooKeeper: the last good configuration keeps serving", "error", err)
 			default:
 				s.log.Warn("cannot read the configuration node; retrying", "error", err, "retry_in", s.retry)
+				notBefore = time.Now().Add(s.retry)
 				retry.Reset(s.retry)
 			}
 		}
