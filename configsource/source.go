@@ -247,6 +247,17 @@ func writeFileAtomic(path string, data []byte) error {
 // differs from what was loaded last. A read that fails is retried every
 // second; meanwhile the last good configuration serves.
 func (s *Source) Watch(stop <-chan struct{}, changed func()) {
+	// A read under way when stop closes is given up at once: Shutdown
+	// waits for Watch to return.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	retry := time.NewTimer(0)
 	defer retry.Stop()
 	var sessions uint64
@@ -261,7 +272,7 @@ func (s *Source) Watch(stop <-chan struct{}, changed func()) {
 		// loop: one that fails by dropping the connection (an answer past
 		// the size bound) would otherwise reconnect and read in a loop.
 		if check && state == zk.StateHasSession && !time.Now().Before(notBefore) {
-			snap, err := s.read(context.Background())
+			snap, err := s.read(ctx)
 			switch {
 			case err == nil:
 				check = false
@@ -276,6 +287,8 @@ func (s *Source) Watch(stop <-chan struct{}, changed func()) {
 			case errors.Is(err, errNoNode):
 				check = false // the existence watch fires when it is created
 				s.log.Warn("configuration node missing in ZooKeeper: the last good configuration keeps serving", "error", err)
+			case ctx.Err() != nil:
+				return // stopping
 			default:
 				s.log.Warn("cannot read the configuration node; retrying", "error", err, "retry_in", s.retry)
 				notBefore = time.Now().Add(s.retry)
