@@ -107,6 +107,9 @@ func startInstance(t *testing.T, loc Location, opts Options) *instance {
 	}
 	first := true
 	reg := observe.NewRegistry()
+	if err := src.Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	g, err := gateway.New(gateway.Options{
 		Load: func() (*config.Config, error) {
 			if first {
@@ -323,6 +326,9 @@ func TestFleetRefusesInvalidPush(t *testing.T) {
 		if code, body := get(in.base + "/x"); code != 200 || body != "a" {
 			t.Errorf("instance %d after the refusal: %d %s", i, code, body)
 		}
+		if n := testenv.MetricValue(t, in.registry, "dubbogw_config_source_refused", nil); n != 1 {
+			t.Errorf("instance %d: dubbogw_config_source_refused %v, want 1", i, n)
+		}
 		if code, body := get(in.admin + "/readyz"); code != 200 {
 			t.Errorf("instance %d readiness after the refusal: %d %s", i, code, body)
 		}
@@ -339,6 +345,10 @@ func TestFleetRefusesInvalidPush(t *testing.T) {
 		testenv.WaitFor(t, waitLimit, fmt.Sprintf("instance %d serving b", i), func() bool { _, body := get(in.base + "/x"); return body == "b" })
 		if st := adminSource(t, in); st.Refused != nil || st.Serving.Version != 2 {
 			t.Errorf("instance %d after a good push: %+v", i, st)
+		}
+		if v, r := testenv.MetricValue(t, in.registry, "dubbogw_config_source_version", nil),
+			testenv.MetricValue(t, in.registry, "dubbogw_config_source_refused", nil); v != 2 || r != 0 {
+			t.Errorf("instance %d after a good push: version %v, refused %v", i, v, r)
 		}
 	}
 }
@@ -363,6 +373,9 @@ func TestChangeWhileCutOff(t *testing.T) {
 	in := startInstance(t, cut, Options{Timeout: 2 * time.Second})
 	proxy.Pause()
 	testenv.WaitFor(t, waitLimit, "the instance to see ZooKeeper gone", func() bool { return !adminSource(t, in).Connected })
+	if n := testenv.MetricValue(t, in.registry, "dubbogw_config_source_connected", nil); n != 0 {
+		t.Errorf("dubbogw_config_source_connected %v while cut off", n)
+	}
 	if _, err := store.Push(ctx, fleetConfig(b), PushOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/dubbogw/dubbogw/config"
 	"github.com/dubbogw/dubbogw/internal/zk"
 )
@@ -320,6 +322,44 @@ func (s *Source) differs(snap snapshot) bool {
 		s.last, s.serving = snap, snap
 	}
 	return false
+}
+
+// Register exports the source's state to reg:
+// dubbogw_config_source_connected (1 while its ZooKeeper session is up),
+// dubbogw_config_source_version (the node's version serving; -1 from the
+// cache) and dubbogw_config_source_refused (1 while the node's latest
+// configuration is refused: the last good one serves).
+func (s *Source) Register(reg prometheus.Registerer) error {
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	for _, c := range []prometheus.Collector{
+		gauge("dubbogw_config_source_connected", "1 while the configuration's ZooKeeper session is up.", func() float64 {
+			return boolGauge(s.zk.connected())
+		}),
+		gauge("dubbogw_config_source_version", "The ZooKeeper node's version of the configuration serving (-1: from the cache).", func() float64 {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return float64(s.serving.version)
+		}),
+		gauge("dubbogw_config_source_refused", "1 while the node's latest configuration is refused (the last good one serves).", func() float64 {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return boolGauge(s.refused != nil)
+		}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("registering the configuration source's metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Status is what /admin/config shows of the source.

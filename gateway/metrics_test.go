@@ -98,7 +98,7 @@ routes:
 	// What this traffic cannot show (Redis, ZooKeeper, breakers tripping,
 	// retries, ...) must at least exist in the code.
 	var code strings.Builder
-	for _, dir := range []string{"../gateway", "../proxy", "../dubbo", "../triple", "../cluster", "../redisclient", "../filter/auth", "../filter/ratelimit", "../admission", "../registry", "../tracing", "../servertls"} {
+	for _, dir := range []string{"../gateway", "../proxy", "../dubbo", "../triple", "../cluster", "../redisclient", "../filter/auth", "../filter/ratelimit", "../admission", "../registry", "../tracing", "../servertls", "../configsource"} {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			if strings.HasSuffix(e.Name(), ".go") && !strings.HasSuffix(e.Name(), "_test.go") {

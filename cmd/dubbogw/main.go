@@ -321,6 +321,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return o.load()
 	}
 	opts.Logger, opts.LogLevel, opts.Registry = logger, levelVar, observe.NewRegistry()
+	if o.src != nil {
+		if err := o.src.Register(opts.Registry); err != nil {
+			logger.Error("cannot build the gateway", "error", err)
+			return 1
+		}
+	}
 	g, err := gateway.New(opts)
 	if err != nil {
 		logger.Error("cannot build the gateway", "error", err)
