@@ -492,3 +492,74 @@ func TestStartFromCache(t *testing.T) {
 	proxy.Resume()
 	testenv.WaitFor(t, waitLimit, "ZooKeeper's configuration after the cache", func() bool { _, body := get(in.base + "/x"); return body == "b" })
 }
+
+// TestSessionExpiredWhileCutOff: an instance cut off from ZooKeeper for
+// longer than its session (a private server, whose sessions last at most
+// 10 s) comes back on a new session, without the watch the old one had:
+// it reads the node again (a change made meanwhile serves) and re-arms
+// the watch (a change made after serves too).
+func TestSessionExpiredWhileCutOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a ZooKeeper session")
+	}
+	srv := testenv.StartZooKeeper(t)
+	loc := Location{Addrs: []string{srv.Addr()}, Path: "/dubbogw/expiry/config"}
+	ctx := context.Background()
+	a, b, c := namedUpstream(t, "a"), namedUpstream(t, "b"), namedUpstream(t, "c")
+	store := openStore(t, loc)
+	if _, err := store.Push(ctx, fleetConfig(a), PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.StartProxy(t, srv.Addr())
+	cut := loc
+	cut.Addrs = []string{proxy.Addr()}
+	in := startInstance(t, cut, Options{Timeout: 2 * time.Second})
+	session := in.src.zk.conn.SessionID()
+	proxy.Pause()
+	if _, err := store.Push(ctx, fleetConfig(b), PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The server's maximum session (20 ticks of 500 ms) and a margin.
+	time.Sleep(20*testenv.ZooKeeperTickTime + 3*time.Second)
+	proxy.Resume()
+	testenv.WaitFor(t, waitLimit, "the change made while the session expired to serve", func() bool { _, body := get(in.base + "/x"); return body == "b" })
+	if now := in.src.zk.conn.SessionID(); now == session {
+		t.Fatalf("still session %#x: it did not expire", now)
+	}
+	if _, err := store.Push(ctx, fleetConfig(c), PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, waitLimit, "a change on the new session to serve", func() bool { _, body := get(in.base + "/x"); return body == "c" })
+	if !strings.Contains(in.logs.String(), "configuration changed in ZooKeeper") {
+		t.Errorf("log:\n%s", in.logs.String())
+	}
+}
+
+// TestNodeDeletedAndMadeAgain: the node deleted (zkCli's deleteall)
+// leaves the last good configuration serving and readiness as it was; a
+// push that makes it again is loaded (its creation is watched).
+func TestNodeDeletedAndMadeAgain(t *testing.T) {
+	addr := testenv.ZooKeeperAddr(t)
+	loc := testNode(t, addr)
+	store := openStore(t, loc)
+	ctx := context.Background()
+	a, b := namedUpstream(t, "a"), namedUpstream(t, "b")
+	if _, err := store.Push(ctx, fleetConfig(a), PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	in := startInstance(t, loc, Options{})
+	deleteTree(t, addr, loc.Path)
+	testenv.WaitFor(t, waitLimit, "the deletion to be seen", func() bool {
+		return strings.Contains(in.logs.String(), "configuration node missing")
+	})
+	if code, body := get(in.base + "/x"); code != 200 || body != "a" {
+		t.Errorf("after the deletion: %d %s", code, body)
+	}
+	if code, _ := get(in.admin + "/readyz"); code != 200 {
+		t.Errorf("readiness after the deletion: %d", code)
+	}
+	if _, err := store.Push(ctx, fleetConfig(b), PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, waitLimit, "the node made again to serve", func() bool { _, body := get(in.base + "/x"); return body == "b" })
+}

@@ -267,6 +267,10 @@ func (s *Source) Watch(stop <-chan struct{}, changed func()) {
 	check := true
 	for {
 		state, n, fired := s.zk.status()
+		if n != sessions && sessions > 0 {
+			s.log.Info("ZooKeeper session established again: reading the configuration node",
+				"session", fmt.Sprintf("%#x", s.zk.conn.SessionID()))
+		}
 		if n != sessions || fired {
 			sessions, check = n, true
 		}
