@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -562,4 +563,28 @@ func TestNodeDeletedAndMadeAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, waitLimit, "the node made again to serve", func() bool { _, body := get(in.base + "/x"); return body == "b" })
+}
+
+// TestNoStartWithoutZooKeeperOrCache: ZooKeeper out of reach for the
+// whole timeout and no cache (or a cache file missing): the start fails
+// with a read error, after waiting the timeout, not before.
+func TestNoStartWithoutZooKeeperOrCache(t *testing.T) {
+	loc := Location{Addrs: []string{testenv.ClosedAddr(t)}, Path: "/dubbogw/none"}
+	for _, cache := range []string{"", t.TempDir() + "/missing.yaml"} {
+		src, err := Open(loc, Options{Timeout: 1500 * time.Millisecond, Cache: cache, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, _, err = src.ReadAtStart()
+		took := time.Since(start)
+		src.Close()
+		var re *config.ReadError
+		if !errors.As(err, &re) || took < time.Second {
+			t.Errorf("cache %q: %v after %s, want a read error after the 1.5s timeout", cache, err, took)
+		}
+		if cache != "" && (err == nil || !strings.Contains(err.Error(), "no cache to start from")) {
+			t.Errorf("cache %q: %v", cache, err)
+		}
+	}
 }

@@ -143,9 +143,25 @@ func (s *Source) Read() ([]byte, error) {
 // the instance starts with the fleet's last configuration it accepted,
 // and the watch loads ZooKeeper's as soon as it answers.
 func (s *Source) ReadAtStart() (data []byte, name string, err error) {
-	data, err = s.Read()
-	if err == nil || s.opts.Cache == "" {
-		return data, s.Name(), err
+	// A client that cannot connect fails a read as soon as it has tried
+	// every server: ZooKeeper gets the whole timeout to answer.
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+	defer cancel()
+	for {
+		var snap snapshot
+		if snap, err = s.read(ctx); err == nil {
+			s.mu.Lock()
+			s.last = snap
+			s.mu.Unlock()
+			return snap.data, s.Name(), nil
+		}
+		if errors.Is(err, errNoNode) || !sleepCtx(ctx, 250*time.Millisecond) {
+			break
+		}
+	}
+	err = &config.ReadError{Source: s.Name(), Err: err}
+	if s.opts.Cache == "" {
+		return nil, "", err
 	}
 	cached, cerr := readCache(s.opts.Cache)
 	if cerr != nil {
@@ -157,6 +173,18 @@ func (s *Source) ReadAtStart() (data []byte, name string, err error) {
 	s.last = snapshot{data: cached, version: -1, fromCache: true}
 	s.mu.Unlock()
 	return cached, "cache " + s.opts.Cache, nil
+}
+
+// sleepCtx waits d, or less when ctx ends first (false then).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func readCache(path string) ([]byte, error) {
