@@ -2,7 +2,11 @@ package gateway
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -194,4 +198,58 @@ func checkConfig(t *testing.T, yamlText string) error {
 		return err
 	}
 	return Check(cfg)
+}
+
+// BenchmarkServeHTTPTrafficRules is BenchmarkServeHTTP (1,000 routes, the
+// same request) where the request's slot also has a header-and-cookie
+// canary route, a query route and a 90/10 split: what predicates and a
+// split cost on top of plain routing, measured in the same run.
+func BenchmarkServeHTTPTrafficRules(b *testing.B) {
+	var routes strings.Builder
+	for i := 0; i < 1000; i++ {
+		if i == 500 {
+			fmt.Fprintf(&routes, "  - {name: r%d-canary, match: {path: \"/svc%d/items/{id}\", methods: [GET], headers: [{name: X-Env, exact: canary}], cookies: [{name: beta, present: true}]}, upstream: b}\n", i, i)
+			fmt.Fprintf(&routes, "  - {name: r%d-v2, match: {path: \"/svc%d/items/{id}\", methods: [GET], query: [{name: v, regex: \"2\\\\.[0-9]+\"}]}, upstream: b}\n", i, i)
+			fmt.Fprintf(&routes, "  - {name: r%d-next, match: {path: \"/svc%d/items/{id}\", methods: [GET], weight: 10}, upstream: b}\n", i, i)
+			fmt.Fprintf(&routes, "  - {name: r%d, match: {path: \"/svc%d/items/{id}\", methods: [GET], weight: 90}, upstream: b}\n", i, i)
+			continue
+		}
+		fmt.Fprintf(&routes, "  - {name: r%d, match: {path: \"/svc%d/items/{id}\", methods: [GET]}, upstream: b}\n", i, i)
+	}
+	dir := b.TempDir()
+	path := filepath.Join(dir, "gw.yaml")
+	yml := fmt.Sprintf("access_log: {output: %q, enabled: false}\nupstreams:\n  b: {targets: [{url: \"http://127.0.0.1:1\"}]}\nroutes:\n%s",
+		filepath.Join(dir, "access.log"), routes.String())
+	if err := os.WriteFile(path, []byte(yml), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	g, err := New(Options{Load: func() (*config.Config, error) { return config.Load(path) }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(`{"id":42}`)
+	for _, rt := range g.table.Load().routes {
+		rt.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body) })
+	}
+	for _, bc := range []struct{ name, url, env string }{
+		{"split", "http://example.com/svc500/items/42", ""},        // both predicate routes tried, then the split
+		{"canary", "http://example.com/svc500/items/42", "canary"}, // the first route's predicates hold
+		{"plain", "http://example.com/svc499/items/42", ""},        // a slot without predicates
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			req := httptest.NewRequest("GET", bc.url+"?v=1", nil)
+			req.Header = http.Header{"Connection": {"keep-alive"}, "User-Agent": {"Mozilla/5.0"}, "Accept": {"application/json"},
+				"Accept-Encoding": {"gzip, deflate, br"}, "Accept-Language": {"en-US,en;q=0.9"}, "Cookie": {"session=abc; beta=1"}}
+			if bc.env != "" {
+				req.Header.Set("X-Env", bc.env)
+			}
+			w := &discardWriter{h: make(http.Header)}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				delete(req.Header, "X-Request-Id")
+				g.ServeHTTP(w, req)
+			}
+		})
+	}
 }

@@ -174,13 +174,12 @@ func (s *lengthSet) has(n int) bool { return n <= maxHostLen && s[n/64]&(1<<(n%6
 // allocating) and the extended slice is returned as out. When no route
 // matches, v is the zero value and out is params unchanged.
 func (r *Router[T]) Match(host, method, path string, params []Param) (v T, out []Param, st Status) {
-	var req Request
-	return r.MatchRequest(host, method, path, &req, params)
+	return r.MatchRequest(host, method, path, nil, params)
 }
 
 // MatchRequest is Match for a request whose headers, query and cookies
-// the routes' predicates read. It does not keep req, and reads from it
-// only for routes with predicates.
+// the routes' predicates read (nil: none). It does not keep req, and reads
+// from it only for routes with predicates.
 func (r *Router[T]) MatchRequest(host, method, path string, req *Request, params []Param) (v T, out []Param, st Status) {
 	if path == "" || path[0] != '/' {
 		return v, params, NotFound

@@ -47,10 +47,17 @@ type methodRoute struct {
 }
 
 // slot holds the routes of one path key that accept one method (or have
-// no method list): alternatives in precedence order, those with more
-// predicates first, then in config order; the one without predicates, if
-// any, last.
+// no method list). Most slots are one route without predicates: fast
+// holds it, and matching reads nothing else.
 type slot struct {
+	fast int       // that route's index + 1; 0 otherwise
+	alts *slotAlts // the other slots' routes; nil for fast ones and empty ones
+}
+
+// slotAlts are a slot's routes as alternatives in precedence order: those
+// with more predicates first, then in config order; the one without
+// predicates, if any, last.
+type slotAlts struct {
 	alts    []alt
 	pending []entry // while New runs
 }
@@ -72,10 +79,25 @@ type entry struct {
 }
 
 // pick returns the route of the first alternative whose predicates hold,
-// or -1.
+// or -1. A nil req has no headers, query or cookies.
 func (s *slot) pick(req *Request) int {
-	for i := range s.alts {
-		a := &s.alts[i]
+	if s.fast != 0 {
+		return s.fast - 1
+	}
+	return s.pickAlt(req)
+}
+
+// pickAlt is pick for a slot that is not fast (kept out of pick, so that
+// pick inlines).
+func (s *slot) pickAlt(req *Request) int {
+	if s.alts == nil {
+		return -1
+	}
+	if req == nil {
+		req = &Request{}
+	}
+	for i := range s.alts.alts {
+		a := &s.alts.alts[i]
 		if len(a.preds) > 0 && !holdAll(a.preds, req) {
 			continue
 		}
@@ -90,7 +112,10 @@ func (s *slot) pick(req *Request) int {
 // plain reports whether the slot serves every request: its last
 // alternative has no predicates.
 func (s *slot) plain() bool {
-	return len(s.alts) > 0 && len(s.alts[len(s.alts)-1].preds) == 0
+	if s.fast != 0 {
+		return true
+	}
+	return s.alts != nil && len(s.alts.alts) > 0 && len(s.alts.alts[len(s.alts.alts)-1].preds) == 0
 }
 
 // pick returns the route for method: from the slot listing it, else (for
@@ -124,7 +149,10 @@ func (s *routeSet) pick(method string, req *Request) int {
 // split it).
 func (s *routeSet) add(e entry, methods []string) (shadowedBy int, method string) {
 	clash := func(sl *slot) int {
-		for _, p := range sl.pending {
+		if sl.alts == nil {
+			return -1
+		}
+		for _, p := range sl.alts.pending {
 			if p.key == e.key && !(p.weighted && e.weighted) {
 				return p.route
 			}
@@ -135,7 +163,7 @@ func (s *routeSet) add(e entry, methods []string) (shadowedBy int, method string
 		if prev := clash(&s.any); prev >= 0 {
 			return prev, ""
 		}
-		s.any.pending = append(s.any.pending, e)
+		s.any.add(e)
 		return -1, ""
 	}
 	for _, m := range methods {
@@ -153,9 +181,16 @@ func (s *routeSet) add(e entry, methods []string) (shadowedBy int, method string
 			s.methods = append(s.methods, methodRoute{method: m})
 			i = len(s.methods) - 1
 		}
-		s.methods[i].slot.pending = append(s.methods[i].slot.pending, e)
+		s.methods[i].slot.add(e)
 	}
 	return -1, ""
+}
+
+func (s *slot) add(e entry) {
+	if s.alts == nil {
+		s.alts = &slotAlts{}
+	}
+	s.alts.pending = append(s.alts.pending, e)
 }
 
 // finish orders the slots' routes into alternatives and makes their
@@ -175,8 +210,11 @@ func (s *routeSet) finish() error {
 }
 
 func (s *slot) finish(method string) error {
+	if s.alts == nil {
+		return nil
+	}
 	var groups [][]entry // by predicate key, in order of first route
-	for _, e := range s.pending {
+	for _, e := range s.alts.pending {
 		k := slices.IndexFunc(groups, func(g []entry) bool { return g[0].key == e.key })
 		if k < 0 {
 			groups = append(groups, nil)
@@ -184,7 +222,7 @@ func (s *slot) finish(method string) error {
 		}
 		groups[k] = append(groups[k], e)
 	}
-	s.pending = nil
+	s.alts.pending = nil
 	// More predicates first; config order among equals (stable).
 	slices.SortStableFunc(groups, func(a, b []entry) int { return len(b[0].preds) - len(a[0].preds) })
 	for _, g := range groups {
@@ -209,7 +247,10 @@ func (s *slot) finish(method string) error {
 				a.route, a.split = -1, newSplit(routes, weights)
 			}
 		}
-		s.alts = append(s.alts, a)
+		s.alts.alts = append(s.alts.alts, a)
+	}
+	if as := s.alts.alts; len(as) == 1 && len(as[0].preds) == 0 && as[0].split == nil {
+		s.fast, s.alts = as[0].route+1, nil
 	}
 	return nil
 }
