@@ -290,3 +290,35 @@ func FuzzMatch(f *testing.F) {
 		agree(t, r, l, host, method, path)
 	})
 }
+
+// FuzzMatchRequest checks the predicates' own readers of headers, query
+// and cookies against net/http's and net/url's (the oracle's) on
+// arbitrary values.
+func FuzzMatchRequest(f *testing.F) {
+	for _, s := range [][3]string{
+		{"1", "a=1&b=2", "a=1; b=2"},
+		{"12", "a=%31&a=2", `a="12"; b=\`},
+		{"", "%zz=1&a", " a = 1 ;b=2"},
+		{"2", "a=1;b=2&+a=1&a+=1", "a=1;;b=\x7f"},
+		{"x", "%61=%32", "b=2; a=\"\""},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var specs []Spec[string]
+	for i := range 300 {
+		s := randomSpec(rng, fmt.Sprint("r", i))
+		s.Host, s.Methods = "", nil // every route can answer: the predicates decide
+		randomPredicates(rng, &s)
+		if _, err := New(append(specs, s)); err == nil {
+			specs = append(specs, s)
+		}
+	}
+	r, l := mustNew(f, specs), newLinear(specs)
+	f.Fuzz(func(t *testing.T, header, rawQuery, cookie string) {
+		req := &Request{Header: http.Header{"X-A": {header}, "X-B": {header, "1"}, "Cookie": {cookie}}, RawQuery: rawQuery}
+		for _, path := range []string{"/x", "/x/y", "/y/z/x", "/"} {
+			agreeRequest(t, r, l, "", "GET", path, req)
+		}
+	})
+}
