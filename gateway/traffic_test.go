@@ -141,6 +141,12 @@ routes:
 	if got := decodeEcho(t, do(t, "GET", tg.base+"/orders/1", nil, "X-Canary", "")).Upstream; got != "pinned" {
 		t.Errorf("with X-Canary: %s; want pinned", got)
 	}
+	routes := do(t, "GET", tg.admin+"/admin/routes", nil).body
+	for _, want := range []string{`"name":"orders-canary","prefix":"/orders","weight":10`, `"predicates":["header X-Canary present"]`} {
+		if !strings.Contains(routes, want) {
+			t.Errorf("/admin/routes lacks %s: %s", want, routes)
+		}
+	}
 	metrics := do(t, "GET", tg.admin+"/metrics", nil).body
 	for route, n := range map[string]int{"orders-stable": served["stable"], "orders-canary": served["canary"]} {
 		want := fmt.Sprintf(`dubbogw_http_requests_total{code="200",route=%q} %d`, route, n)
