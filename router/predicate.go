@@ -171,6 +171,11 @@ func compilePredicate(p Predicate) (predicate, error) {
 			return c, errors.New("an empty prefix matches every value: use present")
 		}
 	case Regex:
+		// The pattern must stand alone: "a)|(b" would otherwise close the
+		// anchoring group and match "xb".
+		if _, err := regexp.Compile(p.Value); err != nil {
+			return c, err
+		}
 		re, err := regexp.Compile(`^(?:` + p.Value + `)$`)
 		if err != nil {
 			return c, err
