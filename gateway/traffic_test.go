@@ -156,6 +156,49 @@ routes:
 	}
 }
 
+// TestCanaryRampByReload: a canary's weight raised by a reload takes
+// effect on the next requests, exactly; a reload whose split is invalid
+// is refused with the reason and the split in service keeps serving.
+func TestCanaryRampByReload(t *testing.T) {
+	stable, canary := echoUpstream(t, "stable"), echoUpstream(t, "canary")
+	cfg := func(stableWeight, canaryWeight int) string {
+		return fmt.Sprintf(`
+upstreams:
+  stable: {targets: [{url: %q}]}
+  canary: {targets: [{url: %q}]}
+routes:
+  - {name: stable, match: {path: /x, weight: %d}, upstream: stable}
+  - {name: canary, match: {path: /x, weight: %d}, upstream: canary}
+`, stable.URL, canary.URL, stableWeight, canaryWeight)
+	}
+	tg := startGW(t, cfg(99, 1))
+	count := func(n int) map[string]int {
+		got := map[string]int{}
+		for range n {
+			got[decodeEcho(t, do(t, "GET", tg.base+"/x", nil)).Upstream]++
+		}
+		return got
+	}
+	if got := count(100); got["canary"] != 1 {
+		t.Errorf("at 99/1 over 100 requests: %v", got)
+	}
+	tg.rewrite(t, cfg(50, 50))
+	if r := do(t, "POST", tg.admin+"/admin/reload", nil); r.status != 200 {
+		t.Fatalf("reload: %d %s", r.status, r.body)
+	}
+	if got := count(100); got["canary"] != 50 {
+		t.Errorf("at 50/50 over 100 requests: %v", got)
+	}
+	tg.rewrite(t, cfg(0, 0))
+	r := do(t, "POST", tg.admin+"/admin/reload", nil)
+	if r.status != 400 || !strings.Contains(r.body, "CONFIG_INVALID") || !strings.Contains(r.body, "weights add up to 0") {
+		t.Errorf("reload of weights 0/0: %d %s", r.status, r.body)
+	}
+	if got := count(100); got["canary"] != 50 {
+		t.Errorf("after the refused reload, over 100 requests: %v; want 50/50 still", got)
+	}
+}
+
 // TestTrafficRuleConfigErrors: invalid predicates and splits are refused
 // with the place and the reason, before anything is served.
 func TestTrafficRuleConfigErrors(t *testing.T) {
