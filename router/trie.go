@@ -194,7 +194,7 @@ func (s *slot) add(e entry) {
 }
 
 // finish orders the slots' routes into alternatives and makes their
-// splits; method names the slot in errors.
+// splits.
 func (s *routeSet) finish() error {
 	if err := s.any.finish(""); err != nil {
 		return err
@@ -209,6 +209,8 @@ func (s *routeSet) finish() error {
 	return nil
 }
 
+// finish groups the slot's routes by predicate set into alternatives,
+// orders them and makes the splits; method names the slot in errors.
 func (s *slot) finish(method string) error {
 	if s.alts == nil {
 		return nil
