@@ -19,12 +19,11 @@ const maxHostLen = 253
 // unless both have a weight; and a split whose weights add up to 0 or to
 // more than MaxSplitWeight.
 func New[T any](specs []Spec[T]) (*Router[T], error) {
-	r := &Router[T]{
-		values: make([]T, len(specs)),
-		names:  make([][]string, len(specs)),
-		exact:  map[string]*group{},
-		wild:   map[string]*group{},
-	}
+	r := &Router[T]{values: make([]T, len(specs)), tries: tries{
+		names: make([][]string, len(specs)),
+		exact: map[string]*group{},
+		wild:  map[string]*group{},
+	}}
 	for i, s := range specs {
 		if err := r.add(i, s); err != nil {
 			return nil, err
@@ -39,7 +38,7 @@ func New[T any](specs []Spec[T]) (*Router[T], error) {
 	return r, nil
 }
 
-func (r *Router[T]) allGroups() []*group {
+func (r *tries) allGroups() []*group {
 	var gs []*group
 	for _, g := range r.exact {
 		gs = append(gs, g)
@@ -148,7 +147,7 @@ func (r *Router[T]) add(i int, s Spec[T]) error {
 }
 
 // group returns the trie for a host, creating it.
-func (r *Router[T]) group(wildcard bool, host string) *group {
+func (r *tries) group(wildcard bool, host string) *group {
 	m, lens := r.exact, &r.exactLens
 	switch {
 	case host == "":

@@ -152,7 +152,13 @@ func (s Status) String() string {
 // splits' counters aside) and safe for concurrent use.
 type Router[T any] struct {
 	values []T
-	names  [][]string // parameter names of each route, in path order
+	tries
+}
+
+// tries are a Router's compiled routes, apart from their values: matching
+// runs in code that is not generic (no dictionary to pass around).
+type tries struct {
+	names [][]string // parameter names of each route, in path order
 
 	exact   map[string]*group // lower-case host without brackets -> group
 	wild    map[string]*group // wildcard suffix ("example.com") -> group
@@ -174,35 +180,48 @@ func (s *lengthSet) has(n int) bool { return n <= maxHostLen && s[n/64]&(1<<(n%6
 // allocating) and the extended slice is returned as out. When no route
 // matches, v is the zero value and out is params unchanged.
 func (r *Router[T]) Match(host, method, path string, params []Param) (v T, out []Param, st Status) {
-	return r.MatchRequest(host, method, path, nil, params)
+	idx, out, st := r.find(host, method, path, nil, params)
+	if idx >= 0 {
+		v = r.values[idx]
+	}
+	return v, out, st
 }
 
 // MatchRequest is Match for a request whose headers, query and cookies
 // the routes' predicates read (nil: none). It does not keep req, and reads
 // from it only for routes with predicates.
 func (r *Router[T]) MatchRequest(host, method, path string, req *Request, params []Param) (v T, out []Param, st Status) {
+	idx, out, st := r.find(host, method, path, req, params)
+	if idx >= 0 {
+		v = r.values[idx]
+	}
+	return v, out, st
+}
+
+// find is Match, with the index of the route found (-1 for none).
+func (r *tries) find(host, method, path string, req *Request, params []Param) (int, []Param, Status) {
 	if path == "" || path[0] != '/' {
-		return v, params, NotFound
+		return -1, params, NotFound
 	}
 	var stack [8]*group
 	groups := r.appendGroups(stack[:0], host)
 	base := len(params)
-	pathSeen := false
+	l := lookup{method: method, req: req}
 	for _, g := range groups {
 		var idx int
-		idx, params = g.match(method, path, req, params, &pathSeen)
+		idx, params = g.match(&l, path, params)
 		if idx < 0 {
 			continue
 		}
 		for k, name := range r.names[idx] {
 			params[base+k].Name = name
 		}
-		return r.values[idx], params, Matched
+		return idx, params, Matched
 	}
-	if pathSeen {
-		return v, params, MethodNotAllowed
+	if l.pathSeen {
+		return -1, params, MethodNotAllowed
 	}
-	return v, params, NotFound
+	return -1, params, NotFound
 }
 
 // Allowed lists the methods that Match accepts at (host, path), sorted, for
@@ -210,7 +229,7 @@ func (r *Router[T]) MatchRequest(host, method, path string, req *Request, params
 // the host groups Match tries whose path matches, plus HEAD when GET is
 // there. Routes without a method list add nothing (they accept every method,
 // so Match never reports MethodNotAllowed where one matches). It allocates.
-func (r *Router[T]) Allowed(host, path string) []string {
+func (r *tries) Allowed(host, path string) []string {
 	if path == "" || path[0] != '/' {
 		return nil
 	}
@@ -239,7 +258,7 @@ func (r *Router[T]) Allowed(host, path string) []string {
 
 // appendGroups appends to dst the host groups to try for host, most specific
 // first. It allocates only when dst's capacity is exceeded.
-func (r *Router[T]) appendGroups(dst []*group, host string) []*group {
+func (r *tries) appendGroups(dst []*group, host string) []*group {
 	if len(r.exact) > 0 || len(r.wild) > 0 {
 		h := stripPort(host)
 		for len(h) > 0 && h[len(h)-1] == '.' {

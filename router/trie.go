@@ -308,20 +308,27 @@ func (n *node) addStatic(seg string) *node {
 	return c
 }
 
-// match returns the route of this group for (method, path), or -1, with the
-// captured parameter values appended to params (names are filled in by the
-// caller). On -1 params is returned at its original length. pathSeen is set
-// when some route matched the path but not the method.
-func (g *group) match(method, path string, req *Request, params []Param, pathSeen *bool) (int, []Param) {
-	idx, params := g.root.match(method, path, 1, req, params, pathSeen)
+// lookup is what a walk of the trie compares besides the path, and what
+// it learns: one pointer down the recursion instead of three arguments.
+type lookup struct {
+	method   string
+	req      *Request
+	pathSeen bool // some route without predicates matched the path but not the method
+}
+
+// match returns the route of this group for (l.method, path), or -1, with
+// the captured parameter values appended to params (names are filled in
+// by the caller). On -1 params is returned at its original length.
+func (g *group) match(l *lookup, path string, params []Param) (int, []Param) {
+	idx, params := g.root.match(l, path, 1, params)
 	if idx >= 0 || !g.hasPrefixes {
 		return idx, params
 	}
 	for n := g.deepestPrefix(path); n != nil; n = n.prefixUp {
-		if idx := n.prefixes.pick(method, req); idx >= 0 {
+		if idx := n.prefixes.pick(l.method, l.req); idx >= 0 {
 			return idx, params
 		}
-		*pathSeen = *pathSeen || n.prefixes.plain
+		l.pathSeen = l.pathSeen || n.prefixes.plain
 	}
 	return -1, params
 }
@@ -329,15 +336,15 @@ func (g *group) match(method, path string, req *Request, params []Param, pathSee
 // match is the depth-first walk for exact paths and patterns from n, with
 // path[i:] left to consume: static child first, then the parameter child,
 // then the catch-all.
-func (n *node) match(method, path string, i int, req *Request, params []Param, pathSeen *bool) (int, []Param) {
+func (n *node) match(l *lookup, path string, i int, params []Param) (int, []Param) {
 	if i > len(path) {
 		if n.routes == nil {
 			return -1, params
 		}
-		if idx := n.routes.pick(method, req); idx >= 0 {
+		if idx := n.routes.pick(l.method, l.req); idx >= 0 {
 			return idx, params
 		}
-		*pathSeen = *pathSeen || n.routes.plain
+		l.pathSeen = l.pathSeen || n.routes.plain
 		return -1, params
 	}
 	j := len(path)
@@ -347,23 +354,23 @@ func (n *node) match(method, path string, i int, req *Request, params []Param, p
 	seg := path[i:j]
 	if c := n.static(seg); c != nil {
 		var idx int
-		if idx, params = c.match(method, path, j+1, req, params, pathSeen); idx >= 0 {
+		if idx, params = c.match(l, path, j+1, params); idx >= 0 {
 			return idx, params
 		}
 	}
 	if n.param != nil && seg != "" {
 		var idx int
 		params = append(params, Param{Value: seg})
-		if idx, params = n.param.match(method, path, j+1, req, params, pathSeen); idx >= 0 {
+		if idx, params = n.param.match(l, path, j+1, params); idx >= 0 {
 			return idx, params
 		}
 		params = params[:len(params)-1]
 	}
 	if n.catchAll != nil {
-		if idx := n.catchAll.pick(method, req); idx >= 0 {
+		if idx := n.catchAll.pick(l.method, l.req); idx >= 0 {
 			return idx, append(params, Param{Value: path[i:]})
 		}
-		*pathSeen = *pathSeen || n.catchAll.plain
+		l.pathSeen = l.pathSeen || n.catchAll.plain
 	}
 	return -1, params
 }
