@@ -242,6 +242,16 @@ type Match struct {
 	Path string `yaml:"path"`
 	// Prefix matches the path and everything below it, segment-aware.
 	Prefix string `yaml:"prefix"`
+	// Headers, Query and Cookies are predicates on the request's headers,
+	// query parameters and cookies; all must hold. Routes with more are
+	// tried first (see the router package).
+	Headers []ValueMatch `yaml:"headers"`
+	Query   []ValueMatch `yaml:"query"`
+	Cookies []ValueMatch `yaml:"cookies"`
+	// Weight (0..10000) splits the requests of the routes with the same
+	// host, path, methods and predicates that all have one: each serves its
+	// share. Unset: the route is no split's.
+	Weight *int `yaml:"weight"`
 }
 
 // Demo starts in-process demo services for the quickstart.

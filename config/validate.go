@@ -158,6 +158,7 @@ func validateRoutes(ps *problems, c *Config) {
 		}
 
 		params := validateMatch(ps, path+".match", &r.Match)
+		validatePredicates(At{ps, path + ".match"}, c, &r.Match)
 
 		if r.Spec == nil {
 			// Decoding reports this at the same path; a configuration built

@@ -2,6 +2,7 @@ package dubboroute
 
 import (
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 	"github.com/dubbogw/dubbogw/idl"
 	"github.com/dubbogw/dubbogw/registry"
+	"golang.org/x/net/http/httpguts"
 )
 
 // The Dubbo route's configuration: the route kind "dubbo" (a route that
@@ -219,6 +221,13 @@ type Config struct {
 	// Attachments are constant attachments sent with every call. Their
 	// values (a signature, a provider token) are never shown.
 	Attachments map[string]string `yaml:"attachments" redact:"values"`
+	// AttachmentsFrom maps request headers to attachments: header name →
+	// attachment key ({X-Tenant: tenant}). A header the request lacks adds
+	// nothing; a repeated one, or one longer than MaxMappedValue bytes or
+	// not UTF-8, is refused (400). Keys Dubbo reserves, identity keys and
+	// the keys of attachments cannot be mapped; identity attachments of an
+	// auth filter win. Default: none.
+	AttachmentsFrom map[string]string `yaml:"attachments_from"`
 	// Result sets how results become JSON.
 	Result Result `yaml:"result"`
 	// ExceptionStatus is the HTTP status of a business exception. Default 500.
@@ -509,6 +518,7 @@ func (rt *Route) Validate(at config.At, ctx config.RouteContext) {
 			at.Field("method").Errorf("required: a Java method name, got %q", dr.Method)
 		}
 	}
+	validateAttachmentsFrom(at.Field("attachments_from"), dr, identityAttachments(c))
 	at.Field("timeout").Err(config.Positive(dr.Timeout))
 	if dr.Async && dr.Generic != nil && !*dr.Generic {
 		at.Field("async").Errorf("async ($invokeAsync) is a generic call: set generic: true or drop async")
@@ -572,6 +582,55 @@ func (rt *Route) Validate(at config.At, ctx config.RouteContext) {
 		bat.Field("half_open_probes").Errorf("must be at least 1, got %d", b.HalfOpenProbes)
 	}
 	validateParams(at.Field("params"), dr.Params, ctx.Params)
+}
+
+// Bounds of attachments_from: what one request may make a route send.
+const (
+	// MaxMappedAttachments is the most headers one route maps.
+	MaxMappedAttachments = 16
+	// MaxMappedValue is the longest header value mapped to an attachment.
+	MaxMappedValue = 1024
+)
+
+// validateAttachmentsFrom checks the header → attachment mapping: header
+// names, and keys a client may set through a header: never one Dubbo
+// reserves or one that carries identity, nor a constant of the route.
+func validateAttachmentsFrom(at config.At, dr *Config, identity []string) {
+	if len(dr.AttachmentsFrom) > MaxMappedAttachments {
+		at.Errorf("%d headers: at most %d", len(dr.AttachmentsFrom), MaxMappedAttachments)
+	}
+	byKey, byHeader := map[string]string{}, map[string]string{}
+	for _, h := range slices.Sorted(maps.Keys(dr.AttachmentsFrom)) {
+		k, hat := dr.AttachmentsFrom[h], at.Field(h)
+		lower := strings.ToLower(strings.TrimSpace(k))
+		canonical := http.CanonicalHeaderKey(h)
+		switch {
+		case !httpguts.ValidHeaderFieldName(h):
+			hat.Errorf("%q is not a header name", h)
+		case byHeader[canonical] != "":
+			hat.Errorf("%q is the header %q: header names are case-insensitive", h, byHeader[canonical])
+		case strings.TrimSpace(k) == "" || strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+			hat.Errorf("%q: an attachment key is a non-empty word", k)
+		case protocol.ReservedAttachment(k):
+			hat.Errorf("%q is an attachment Dubbo reserves (service, group, version, token, generic, timeout, routing...): a client may never set it", k)
+		case slices.Contains(identity, lower):
+			hat.Errorf("%q carries identity (a filter that authenticates sets it): a client may never set it", k)
+		case byKey[lower] != "":
+			hat.Errorf("%q is mapped from %s already", k, byKey[lower])
+		default:
+			for c := range dr.Attachments {
+				if strings.EqualFold(c, k) {
+					hat.Errorf("%q is a constant of attachments: a header may not change it", k)
+				}
+			}
+		}
+		if byKey[lower] == "" {
+			byKey[lower] = h
+		}
+		if byHeader[canonical] == "" {
+			byHeader[canonical] = h
+		}
+	}
 }
 
 func validateParams(at config.At, params []Param, routeParams []string) {

@@ -99,6 +99,9 @@ type Handler struct {
 	refusals observe.LogSampler // bounds the log lines about refused requests
 	failures observe.LogSampler // and about failed calls
 
+	// fromHeaders are attachments_from: request headers sent as attachments.
+	fromHeaders []headerAttachment
+
 	// A method route:
 	refs       *registry.References
 	ref        *registry.Reference // pinned while the route lives
@@ -168,6 +171,7 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 			KeepClass: cfg.Result.KeepClass, LongAsNumber: cfg.Result.LongAsNumber, BigAsNumber: cfg.Result.BigAsNumber,
 		},
 	}
+	h.fromHeaders = headerAttachments(cfg)
 	d.Log = log // the cluster logs breaker transitions through the same logger
 	if h.cluster, err = newCluster(route, cfg, d); err != nil {
 		return nil, err
@@ -304,6 +308,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// call: a huge body is cut short there, not encoded for nothing.
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	defer cancel()
+	if msg := h.checkMappedHeaders(r); msg != "" {
+		h.badRequest(w, r, msg) // before the body is read
+		return
+	}
 	body, held, err := h.readBody(r)
 	defer h.budget.give(held)
 	if err != nil {
@@ -408,14 +416,15 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	_, _ = w.Write(out)
 }
 
-// attachments are the route's constant attachments and the request id.
+// attachments are the route's constant attachments, those of its mapped
+// headers (attachments_from) and the request id.
 // With tracing on, each attempt adds the W3C trace context of its own span
 // (invokeTraced); with tracing off, the client's traceparent and
 // tracestate are passed on, so a Java provider with OpenTelemetry still
 // continues the caller's trace.
 func (h *Handler) attachments(r *http.Request) map[string]string {
 	info := exchange.From(r.Context())
-	n := len(h.cfg.Attachments) + 3
+	n := len(h.cfg.Attachments) + len(h.fromHeaders) + 3
 	if info != nil {
 		n += len(info.Attachments)
 	}
@@ -423,6 +432,7 @@ func (h *Handler) attachments(r *http.Request) map[string]string {
 	for k, v := range h.cfg.Attachments {
 		m[k] = v
 	}
+	h.addMappedHeaders(r, m) // keys validation keeps apart from the constants and from what follows
 	if info != nil {
 		if info.RequestID != "" {
 			m["request-id"] = info.RequestID

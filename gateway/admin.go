@@ -193,6 +193,8 @@ type routeView struct {
 	Methods      []string `json:"methods,omitempty"`
 	Path         string   `json:"path,omitempty"`
 	Prefix       string   `json:"prefix,omitempty"`
+	Predicates   []string `json:"predicates,omitempty"` // "header X-Env exact canary"
+	Weight       *int     `json:"weight,omitempty"`
 	Filters      []string `json:"filters"`
 	Upstream     string   `json:"upstream,omitempty"`
 	Dubbo        string   `json:"dubbo,omitempty"` // registry and service key.method, or the pass-through's allow list
@@ -207,7 +209,10 @@ func (g *Gateway) adminRoutes(w http.ResponseWriter, r *http.Request) {
 		v := routeView{
 			Name: rt.name, Host: rt.cfg.Match.Host, Methods: rt.cfg.Match.Methods,
 			Path: rt.cfg.Match.Path, Prefix: rt.cfg.Match.Prefix, Filters: rt.filters,
-			Upstream: rt.upstream, MaxBodyBytes: rt.maxBody,
+			Upstream: rt.upstream, MaxBodyBytes: rt.maxBody, Weight: rt.cfg.Match.Weight,
+		}
+		for _, p := range rt.cfg.Match.Predicates() {
+			v.Predicates = append(v.Predicates, strings.TrimSuffix(fmt.Sprintf("%s %s %s %s", p.In, p.Name, p.Op, p.Value), " "))
 		}
 		if d, ok := dubboroute.RouteOf(rt.cfg); ok {
 			if d.Passthrough != nil {

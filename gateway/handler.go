@@ -146,7 +146,8 @@ func (g *Gateway) serve(t *table, w *recorder, r *http.Request, info *exchange.I
 		}
 	}
 	var buf [8]router.Param
-	rt, params, st := t.router.Match(r.Host, method, matchPath, buf[:0])
+	req := router.Request{Header: r.Header, RawQuery: r.URL.RawQuery} // read only by routes with predicates
+	rt, params, st := t.router.MatchRequest(r.Host, method, matchPath, &req, buf[:0])
 	switch st {
 	case router.NotFound:
 		exchange.Fail(w, r, exchange.CodeNoRoute, "no route for "+r.Method+" "+p)

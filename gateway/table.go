@@ -210,6 +210,7 @@ func buildTable(cfg *config.Config, old *table, d deps) (_ *table, err error) {
 		specs = append(specs, router.Spec[*route]{
 			Host: rc.Match.Host, Methods: rc.Match.Methods,
 			Path: rc.Match.Path, Prefix: rc.Match.Prefix, Value: rt,
+			Predicates: rc.Match.Predicates(), Weight: rc.Match.Weight,
 		})
 	}
 	if t.router, err = router.New(specs); err != nil {

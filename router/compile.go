@@ -14,15 +14,16 @@ const maxHostLen = 253
 
 // New validates specs and compiles them into a Router. Errors name the
 // spec's index and field, and New rejects a spec that can never match
-// because an earlier one has the same host, the same path or prefix, and an
-// overlapping method list (or both have none).
+// because an earlier one has the same host, the same path or prefix, an
+// overlapping method list (or both have none) and equivalent predicates,
+// unless both have a weight; and a split whose weights add up to 0 or to
+// more than MaxSplitWeight.
 func New[T any](specs []Spec[T]) (*Router[T], error) {
-	r := &Router[T]{
-		values: make([]T, len(specs)),
-		names:  make([][]string, len(specs)),
-		exact:  map[string]*group{},
-		wild:   map[string]*group{},
-	}
+	r := &Router[T]{values: make([]T, len(specs)), tries: tries{
+		names: make([][]string, len(specs)),
+		exact: map[string]*group{},
+		wild:  map[string]*group{},
+	}}
 	for i, s := range specs {
 		if err := r.add(i, s); err != nil {
 			return nil, err
@@ -30,11 +31,14 @@ func New[T any](specs []Spec[T]) (*Router[T], error) {
 	}
 	for _, g := range r.allGroups() {
 		g.root.linkPrefixes(nil)
+		if err := g.root.finish(); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
 
-func (r *Router[T]) allGroups() []*group {
+func (r *tries) allGroups() []*group {
 	var gs []*group
 	for _, g := range r.exact {
 		gs = append(gs, g)
@@ -69,6 +73,16 @@ func (r *Router[T]) add(i int, s Spec[T]) error {
 	}
 	if err := checkMethods(s.Methods); err != nil {
 		return fmt.Errorf("spec %d: %w", i, err)
+	}
+	e := entry{route: i}
+	if e.preds, e.key, err = compilePredicates(s.Predicates); err != nil {
+		return fmt.Errorf("spec %d: %w", i, err)
+	}
+	if s.Weight != nil {
+		if *s.Weight < 0 || *s.Weight > MaxSplitWeight {
+			return fmt.Errorf("spec %d: weight %d: must be 0..%d", i, *s.Weight, MaxSplitWeight)
+		}
+		e.weight, e.weighted = *s.Weight, true
 	}
 	var (
 		segs  []segment
@@ -118,19 +132,22 @@ func (r *Router[T]) add(i int, s Spec[T]) error {
 	if *set == nil {
 		*set = newRouteSet()
 	}
-	if prev, method := (*set).add(i, s.Methods); prev >= 0 {
+	if prev, method := (*set).add(e, s.Methods); prev >= 0 {
 		what := "method " + method
 		if method == "" {
 			what = "no method list"
 		}
-		return fmt.Errorf("spec %d is shadowed by spec %d (same host, %s and %s)", i, prev, field, what)
+		if e.key == "" {
+			return fmt.Errorf("spec %d is shadowed by spec %d (same host, %s and %s)", i, prev, field, what)
+		}
+		return fmt.Errorf("spec %d is shadowed by spec %d (same host, %s, %s and predicates; give both a weight to split their requests)", i, prev, field, what)
 	}
 	r.values[i] = s.Value
 	return nil
 }
 
 // group returns the trie for a host, creating it.
-func (r *Router[T]) group(wildcard bool, host string) *group {
+func (r *tries) group(wildcard bool, host string) *group {
 	m, lens := r.exact, &r.exactLens
 	switch {
 	case host == "":

@@ -1,6 +1,9 @@
 package router
 
 import (
+	"fmt"
+	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -22,6 +25,9 @@ type linearRoute[T any] struct {
 	methods  []string
 	prefix   string   // prefix route when non-empty
 	segs     []string // path route: pattern segments as written
+	preds    []Predicate
+	predKey  string // the predicates, sorted: equal for equivalent sets
+	weight   *int
 	value    T
 }
 
@@ -29,7 +35,17 @@ func newLinear[T any](specs []Spec[T]) *linear[T] {
 	l := &linear[T]{}
 	for i, s := range specs {
 		h := strings.ToLower(s.Host)
-		r := linearRoute[T]{index: i, methods: s.Methods, prefix: s.Prefix, value: s.Value}
+		r := linearRoute[T]{index: i, methods: s.Methods, prefix: s.Prefix, value: s.Value, preds: s.Predicates, weight: s.Weight}
+		var keys []string
+		for _, p := range s.Predicates {
+			name := p.Name
+			if p.In == Header {
+				name = http.CanonicalHeaderKey(name)
+			}
+			keys = append(keys, fmt.Sprint(p.In, name, p.Op, p.Value))
+		}
+		sort.Strings(keys)
+		r.predKey = strings.Join(keys, "|")
 		switch {
 		case strings.HasPrefix(h, "*."):
 			r.host, r.wildcard = h[2:], true
@@ -137,10 +153,50 @@ func (r *linearRoute[T]) methodRank(method string) (rank int, ok bool) {
 	return 0, false
 }
 
+// holds reports whether every predicate of r holds for req, read through
+// net/http's and net/url's own parsers.
+func (r *linearRoute[T]) holds(req *Request) bool {
+	for _, p := range r.preds {
+		var v string
+		var ok bool
+		switch p.In {
+		case Header:
+			vs := req.Header.Values(p.Name)
+			if ok = len(vs) > 0; ok {
+				v = vs[0]
+			}
+		case Query:
+			q, _ := url.ParseQuery(req.RawQuery)
+			v, ok = q.Get(p.Name), q.Has(p.Name)
+		case Cookie:
+			c, err := (&http.Request{Header: req.Header}).Cookie(p.Name)
+			if ok = err == nil; ok {
+				v = c.Value
+			}
+		}
+		switch {
+		case !ok,
+			p.Op == Exact && v != p.Value,
+			p.Op == Prefix && !strings.HasPrefix(v, p.Value),
+			p.Op == Regex && !regexp.MustCompile("^(?:"+p.Value+")$").MatchString(v):
+			return false
+		}
+	}
+	return true
+}
+
 // Match mirrors Router.Match.
 func (l *linear[T]) Match(host, method, path string, params []Param) (v T, out []Param, st Status) {
+	v, _, out, st = l.MatchRequest(host, method, path, &Request{}, params)
+	return v, out, st
+}
+
+// MatchRequest mirrors Router.MatchRequest. When the route found is one of
+// a split, split lists the values of the split's routes that may serve
+// the request (weight above 0), and v is the first of them.
+func (l *linear[T]) MatchRequest(host, method, path string, req *Request, params []Param) (v T, split []T, out []Param, st Status) {
 	if !strings.HasPrefix(path, "/") {
-		return v, params, NotFound
+		return v, nil, params, NotFound
 	}
 	reqSegs := strings.Split(path, "/")[1:]
 	st = NotFound
@@ -149,6 +205,7 @@ func (l *linear[T]) Match(host, method, path string, params []Param) (v T, out [
 			best       *linearRoute[T]
 			bestParams []Param
 			bestRank   []int
+			tier       []*linearRoute[T] // the routes of bestRank
 		)
 		for i := range l.routes {
 			r := &l.routes[i]
@@ -159,21 +216,41 @@ func (l *linear[T]) Match(host, method, path string, params []Param) (v T, out [
 			if !ok {
 				continue
 			}
+			if len(r.preds) > 0 && !r.holds(req) {
+				continue // as if the route were not there
+			}
 			mr, ok := r.methodRank(method)
 			if !ok {
-				st = MethodNotAllowed
+				if len(r.preds) == 0 {
+					st = MethodNotAllowed
+				}
 				continue
 			}
-			rank = append(rank, mr) // equal paths have equal rank lengths
-			if best == nil || slices.Compare(rank, bestRank) < 0 {
-				best, bestParams, bestRank = r, ps, rank
+			// Equal paths have equal rank lengths; then more predicates
+			// first, config order among equals.
+			rank = append(rank, mr, -len(r.preds))
+			switch c := slices.Compare(rank, bestRank); {
+			case best == nil || c < 0:
+				best, bestParams, bestRank, tier = r, ps, rank, []*linearRoute[T]{r}
+			case c == 0:
+				tier = append(tier, r) // later in config order
 			}
 		}
-		if best != nil {
-			return best.value, append(params, bestParams...), Matched
+		if best == nil {
+			continue
 		}
+		if best.weight != nil {
+			split = nil
+			for _, r := range tier {
+				if r.predKey == best.predKey && *r.weight > 0 {
+					split = append(split, r.value)
+				}
+			}
+			return split[0], split, append(params, bestParams...), Matched
+		}
+		return best.value, nil, append(params, bestParams...), Matched
 	}
-	return v, params, st
+	return v, nil, params, st
 }
 
 // Allowed mirrors Router.Allowed.
@@ -186,7 +263,7 @@ func (l *linear[T]) Allowed(host, path string) []string {
 	for _, inGroup := range l.hostGroups(host) {
 		for i := range l.routes {
 			r := &l.routes[i]
-			if ok, _, _ := r.matchPath(path, reqSegs); ok && inGroup(r) {
+			if ok, _, _ := r.matchPath(path, reqSegs); ok && inGroup(r) && len(r.preds) == 0 {
 				methods = append(methods, r.methods...)
 			}
 		}

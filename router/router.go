@@ -43,12 +43,54 @@
 //     names aside). A route listing the request's method beats a route with
 //     no method list. A HEAD request also matches a route listing GET, as
 //     net/http does, unless a route at the same path lists HEAD itself; for
-//     HEAD, a route listing GET still beats a route with no method list. Two routes can
-//     never tie: New rejects a route whose host, path and methods are all
-//     taken by an earlier route, so config order never decides silently.
-//  4. Status. Match reports MethodNotAllowed when some route in the host
-//     groups it tried matched the path but none accepted the method, and
-//     NotFound otherwise. Allowed lists the methods for the Allow header.
+//     HEAD, a route listing GET still beats a route with no method list.
+//  4. Predicates, among the routes of one slot (host, path and the method
+//     rule of step 3). A route with predicates serves a request only when
+//     all of them hold; one whose predicates do not hold is as if it were
+//     not configured, so the next route by this precedence is tried (the
+//     slot's route without predicates, then the next method rule, path,
+//     prefix, host group). Routes with more predicates are tried first;
+//     among routes with as many, config order decides: the first whose
+//     predicates hold wins. Two routes can never tie silently: New
+//     rejects a route whose host, path, methods and predicates (an
+//     equivalent set, in any order) are all taken by an earlier route,
+//     unless both have a weight (step 5).
+//  5. Split. Routes with a weight that share a slot and equivalent
+//     predicates split its requests: each serves its weight's share of
+//     them, by a smooth weighted round robin (exact over every sum of the
+//     weights consecutive requests, interleaved; see split). A weight of
+//     0 serves none; the weights of a split add up to 1..MaxSplitWeight.
+//  6. Status. Match reports MethodNotAllowed when some route without
+//     predicates in the host groups it tried matched the path but none
+//     accepted the method, and NotFound otherwise: a request that matches
+//     only routes whose predicates do not hold is not found (the gateway
+//     does not tell which methods a request with other headers could
+//     use). Allowed lists the methods of the routes without predicates,
+//     for the Allow header.
+//
+// # Predicates
+//
+// A Predicate reads one part of the request and compares it:
+//
+//   - Header: the first value of the header (as Header.Get; repeated
+//     headers are not joined), by its canonical name, so "x-env" and
+//     "X-Env" are the same predicate. Host and Cookie are not headers
+//     here: the host is matched by Host, cookies by Cookie.
+//   - Query: the first value of the parameter, as url.Values.Get reads the
+//     URL's query: names and values decoded, malformed pairs skipped.
+//   - Cookie: the value of the first well-formed cookie of that name
+//     (case-sensitive) in the Cookie headers, its double quotes removed,
+//     as net/http's Request.Cookie. The headers are scanned, without
+//     allocating, once per name looked up.
+//
+// Exact compares bytes; Prefix tests a non-empty prefix; Regex is an RE2
+// pattern (Go's regexp: time linear in the value) that must match the
+// whole value, as if written ^(?:pattern)$, so "v2" does not match "xv2";
+// write ".*v2.*" to search. Present holds whatever the value, even an
+// empty one. Names and values are at most 256 bytes, a route has at most
+// 16 predicates, one per source and name. Predicates are read only for
+// the routes of a request's slot that have some: a Router without
+// predicates reads nothing more than the host, method and path.
 package router
 
 import (
@@ -69,6 +111,13 @@ type Spec[T any] struct {
 	Path string
 	// Prefix matches this path and everything below it, segment-aware.
 	Prefix string
+	// Predicates must all hold for the route to serve a request.
+	Predicates []Predicate
+	// Weight, when set (0..MaxSplitWeight), makes the route a member of
+	// the split of the routes with a weight that share its host, path,
+	// method and equivalent predicates: it serves that share of their
+	// requests. Nil: the route is no split's.
+	Weight *int
 	// Value is returned by Match for requests this route wins.
 	Value T
 }
@@ -99,11 +148,17 @@ func (s Status) String() string {
 	return "Status(?)"
 }
 
-// Router matches requests to route values. It is immutable after New and
-// safe for concurrent use.
+// Router matches requests to route values. It is immutable after New (the
+// splits' counters aside) and safe for concurrent use.
 type Router[T any] struct {
 	values []T
-	names  [][]string // parameter names of each route, in path order
+	tries
+}
+
+// tries are a Router's compiled routes, apart from their values: matching
+// runs in code that is not generic (no dictionary to pass around).
+type tries struct {
+	names [][]string // parameter names of each route, in path order
 
 	exact   map[string]*group // lower-case host without brackets -> group
 	wild    map[string]*group // wildcard suffix ("example.com") -> group
@@ -125,28 +180,48 @@ func (s *lengthSet) has(n int) bool { return n <= maxHostLen && s[n/64]&(1<<(n%6
 // allocating) and the extended slice is returned as out. When no route
 // matches, v is the zero value and out is params unchanged.
 func (r *Router[T]) Match(host, method, path string, params []Param) (v T, out []Param, st Status) {
+	idx, out, st := r.find(host, method, path, nil, params)
+	if idx >= 0 {
+		v = r.values[idx]
+	}
+	return v, out, st
+}
+
+// MatchRequest is Match for a request whose headers, query and cookies
+// the routes' predicates read (nil: none). It does not keep req, and reads
+// from it only for routes with predicates.
+func (r *Router[T]) MatchRequest(host, method, path string, req *Request, params []Param) (v T, out []Param, st Status) {
+	idx, out, st := r.find(host, method, path, req, params)
+	if idx >= 0 {
+		v = r.values[idx]
+	}
+	return v, out, st
+}
+
+// find is Match, with the index of the route found (-1 for none).
+func (r *tries) find(host, method, path string, req *Request, params []Param) (int, []Param, Status) {
 	if path == "" || path[0] != '/' {
-		return v, params, NotFound
+		return -1, params, NotFound
 	}
 	var stack [8]*group
 	groups := r.appendGroups(stack[:0], host)
 	base := len(params)
-	pathSeen := false
+	l := lookup{method: method, req: req}
 	for _, g := range groups {
 		var idx int
-		idx, params = g.match(method, path, params, &pathSeen)
+		idx, params = g.match(&l, path, params)
 		if idx < 0 {
 			continue
 		}
 		for k, name := range r.names[idx] {
 			params[base+k].Name = name
 		}
-		return r.values[idx], params, Matched
+		return idx, params, Matched
 	}
-	if pathSeen {
-		return v, params, MethodNotAllowed
+	if l.pathSeen {
+		return -1, params, MethodNotAllowed
 	}
-	return v, params, NotFound
+	return -1, params, NotFound
 }
 
 // Allowed lists the methods that Match accepts at (host, path), sorted, for
@@ -154,14 +229,16 @@ func (r *Router[T]) Match(host, method, path string, params []Param) (v T, out [
 // the host groups Match tries whose path matches, plus HEAD when GET is
 // there. Routes without a method list add nothing (they accept every method,
 // so Match never reports MethodNotAllowed where one matches). It allocates.
-func (r *Router[T]) Allowed(host, path string) []string {
+func (r *tries) Allowed(host, path string) []string {
 	if path == "" || path[0] != '/' {
 		return nil
 	}
 	var methods []string
 	add := func(rs *routeSet) {
-		for _, m := range rs.methods {
-			methods = append(methods, m.method)
+		for i := range rs.methods {
+			if rs.methods[i].slot.plain() {
+				methods = append(methods, rs.methods[i].method)
+			}
 		}
 	}
 	for _, g := range r.appendGroups(nil, host) {
@@ -181,7 +258,7 @@ func (r *Router[T]) Allowed(host, path string) []string {
 
 // appendGroups appends to dst the host groups to try for host, most specific
 // first. It allocates only when dst's capacity is exceeded.
-func (r *Router[T]) appendGroups(dst []*group, host string) []*group {
+func (r *tries) appendGroups(dst []*group, host string) []*group {
 	if len(r.exact) > 0 || len(r.wild) > 0 {
 		h := stripPort(host)
 		for len(h) > 0 && h[len(h)-1] == '.' {
