@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/cluster"
-	"github.com/dubbogw/dubbogw/governance"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
+	"github.com/dubbogw/dubbogw/governance"
 )
 
 // ServiceKey identifies a Dubbo service.
