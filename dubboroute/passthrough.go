@@ -16,6 +16,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/governance"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 	"github.com/dubbogw/dubbogw/registry"
@@ -177,7 +178,12 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 		args = []byte("[]")
 	}
-	atts := h.attachments(r)
+	tag, terr := h.requestTag(r)
+	if terr != nil {
+		h.badRequest(w, r, terr.msg)
+		return
+	}
+	atts := h.attachments(r, tag)
 	if len(body.Attachments) > 0 {
 		for _, k := range slices.Sorted(maps.Keys(body.Attachments)) {
 			if msg := h.clientAttachment(k); msg != "" {
@@ -229,7 +235,7 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 	if h.cfg.LoadBalance == cluster.PolicyConsistentHash {
 		hashKey = string(args)
 	}
-	h.call(ctx, w, r, ref.Dir, inv, hashKey)
+	h.call(ctx, w, r, ref.Dir, inv, hashKey, &governance.Request{Method: method, Tag: tag, Attachments: atts})
 }
 
 // clientAttachment says why a client may not send attachment key ("" when

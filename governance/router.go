@@ -17,6 +17,10 @@ const (
 	// maxDynamic bounds the conditions on arguments and attachments whose
 	// outcome is part of the cache key; a router with more is not cached.
 	maxDynamic = 64
+	// cachedSnapshots is how many snapshots results are kept for: the
+	// registry's current one and the previous (calls still on it), and the
+	// protocol subsets routes of different protocols hand.
+	cachedSnapshots = 4
 )
 
 // Router narrows the providers of one service by its rules, in Dubbo 3's
@@ -32,8 +36,9 @@ type Router struct {
 	dynamic  []int  // indexes in conds of the dynamic conditions
 	cached   bool   // the dynamic conditions fit the cache key
 
-	mu    sync.Mutex // serialises cache writers
-	cache atomic.Pointer[routeCache]
+	mu     sync.Mutex // serialises cache writers
+	caches [cachedSnapshots]atomic.Pointer[routeCache]
+	next   int // the entry a new snapshot takes (under mu)
 }
 
 // routeCache holds the results for one snapshot. Its map is replaced,
@@ -91,7 +96,7 @@ func (r *Router) Route(ps []*cluster.Provider, req *Request) []*cluster.Provider
 			}
 		}
 		key := routeKey{method: req.Method, tag: req.Tag, dyn: dyn}
-		if c := r.cache.Load(); c != nil && sameSnapshot(c.snap, ps) {
+		if c := r.cacheOf(ps); c != nil {
 			if out, ok := c.m[key]; ok {
 				return out
 			}
@@ -107,24 +112,39 @@ func sameSnapshot(a, b []*cluster.Provider) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// store caches out for ps and key, starting a new cache for a new snapshot.
+// cacheOf returns the cache of snapshot ps, nil when there is none.
+func (r *Router) cacheOf(ps []*cluster.Provider) *routeCache {
+	for i := range r.caches {
+		if c := r.caches[i].Load(); c != nil && sameSnapshot(c.snap, ps) {
+			return c
+		}
+	}
+	return nil
+}
+
+// store caches out for ps and key; a new snapshot takes the entry of the
+// oldest one.
 func (r *Router) store(ps []*cluster.Provider, key routeKey, out []*cluster.Provider) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.cache.Load()
-	if c == nil || !sameSnapshot(c.snap, ps) {
-		r.cache.Store(&routeCache{snap: ps, m: map[routeKey][]*cluster.Provider{key: out}})
+	for i := range r.caches {
+		c := r.caches[i].Load()
+		if c == nil || !sameSnapshot(c.snap, ps) {
+			continue
+		}
+		if len(c.m) >= maxCached {
+			return
+		}
+		m := make(map[routeKey][]*cluster.Provider, len(c.m)+1)
+		for k, v := range c.m {
+			m[k] = v
+		}
+		m[key] = out
+		r.caches[i].Store(&routeCache{snap: ps, m: m})
 		return
 	}
-	if len(c.m) >= maxCached {
-		return
-	}
-	m := make(map[routeKey][]*cluster.Provider, len(c.m)+1)
-	for k, v := range c.m {
-		m[k] = v
-	}
-	m[key] = out
-	r.cache.Store(&routeCache{snap: ps, m: m})
+	r.caches[r.next].Store(&routeCache{snap: ps, m: map[routeKey][]*cluster.Provider{key: out}})
+	r.next = (r.next + 1) % cachedSnapshots
 }
 
 // route computes the providers of ps for req; dyn holds the outcome of the

@@ -176,7 +176,7 @@ func TestRouteCacheBounded(t *testing.T) {
 			t.Fatalf("tag %d: %v", i, addrs(got))
 		}
 	}
-	if n := len(r.cache.Load().m); n != maxCached {
+	if n := len(r.cacheOf(ps).m); n != maxCached {
 		t.Fatalf("cache holds %d entries, want %d", n, maxCached)
 	}
 }
