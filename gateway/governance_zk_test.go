@@ -219,4 +219,15 @@ routes:
 			t.Errorf("metrics lack %s", want)
 		}
 	}
+
+	// The dashboard shows the service's rules, the refused one marked.
+	browser := startBrowser(t)
+	browser.call("Page.navigate", map[string]any{"url": tg.admin + "/admin/ui"})
+	browser.waitFor("the services table", `document.querySelector('#services tbody') ? 'ok' : ''`, func(v string) bool { return v == "ok" })
+	browser.eval(`(() => { document.getElementById('services-view').scrollIntoView(); return ''; })()`)
+	browser.waitFor("the refused rule on the dashboard",
+		`[...document.querySelectorAll('#services tbody td.bad')].map((td) => td.textContent).join(' | ')`,
+		func(v string) bool {
+			return strings.Contains(v, tagKey+" refused: tags[0]: no name") && strings.Contains(v, condKey+" applied")
+		})
 }
