@@ -254,7 +254,7 @@ func (h *Handler) serveIDL(ctx context.Context, w http.ResponseWriter, r *http.R
 		Interface: h.cfg.Interface, Version: h.cfg.Version, Group: h.cfg.Group, Method: h.cfg.Method,
 		Args: []any{payload, m}, Attachments: h.attachments(r, tag),
 	}
-	h.call(ctx, w, r, h.dir, inv, "", &governance.Request{Method: inv.Method, Tag: tag, Attachments: inv.Attachments})
+	h.call(ctx, w, r, h.dir, inv, "", tag, nil)
 }
 
 // protocols are the providers of a snapshot the route calls: those of
@@ -349,8 +349,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ParamTypes: h.paramTypes, WriteArgs: a.write, Generic: *h.cfg.Generic, Async: h.cfg.Async,
 		Attachments: h.attachments(r, tag),
 	}
-	a.sel = governance.Request{Method: inv.Method, Tag: tag, Args: a, Attachments: inv.Attachments}
-	h.call(ctx, w, r, h.dir, inv, h.hashKey(a), &a.sel)
+	h.call(ctx, w, r, h.dir, inv, h.hashKey(a), tag, a)
 }
 
 // requestTag is the call's Dubbo tag: the route's, else the value of its
@@ -372,9 +371,9 @@ func (h *Handler) requestTag(r *http.Request) (string, *argError) {
 }
 
 // call runs the invocation through the cluster, within ctx (the route's
-// deadline), and writes the answer. sel is what the service's governance
-// rules (dir.Router) read of the call.
-func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Request, dir *registry.Directory, inv *dubbo.Invocation, hashKey string, sel *governance.Request) {
+// deadline), and writes the answer. The service's governance rules
+// (dir.Router) read the call's tag and arguments (nil: none readable).
+func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Request, dir *registry.Directory, inv *dubbo.Invocation, hashKey, tag string, args governance.Arguments) {
 	info := exchange.From(r.Context())
 	providers := dir.Providers()
 	if len(providers) == 0 && dir.State() == registry.DirPending {
@@ -401,8 +400,9 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	if router := dir.Router(); router != nil {
 		// Dubbo's tag and condition rules (and static tags): nil without
 		// any, so a service without rules pays one atomic load.
-		if providers = router.Route(providers, sel); len(providers) == 0 {
-			exchange.Fail(w, r, exchange.CodeNoProvider, noProviderByRules(dir, sel.Tag))
+		sel := governance.Request{Method: inv.Method, Tag: tag, Args: args, Attachments: inv.Attachments}
+		if providers = router.Route(providers, &sel); len(providers) == 0 {
+			exchange.Fail(w, r, exchange.CodeNoProvider, noProviderByRules(dir, tag))
 			return
 		}
 	}

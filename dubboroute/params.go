@@ -183,10 +183,9 @@ type args struct {
 	body  []byte
 	raws  [][]byte // per parameter, for body fields
 	found []bool
-	// sel is what the service's governance rules read of the call (here,
-	// not on its own: the call allocates it with the arguments).
-	sel governance.Request
 }
+
+var _ governance.Arguments = (*args)(nil)
 
 // Argument renders argument i for condition rules (arguments[i]) as
 // Java's String.valueOf would: a string, a number, true or false; false

@@ -16,7 +16,6 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/exchange"
-	"github.com/dubbogw/dubbogw/governance"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 	"github.com/dubbogw/dubbogw/registry"
@@ -235,7 +234,7 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 	if h.cfg.LoadBalance == cluster.PolicyConsistentHash {
 		hashKey = string(args)
 	}
-	h.call(ctx, w, r, ref.Dir, inv, hashKey, &governance.Request{Method: method, Tag: tag, Attachments: atts})
+	h.call(ctx, w, r, ref.Dir, inv, hashKey, tag, nil)
 }
 
 // clientAttachment says why a client may not send attachment key ("" when
