@@ -137,7 +137,10 @@ log "timed load tests (no race detector): seed incident 003, no lockout by a tok
 go test -count=1 -timeout 10m $short -run 'TestSeedIncident003|TestNoLockout|TestPassthroughAbsentInterfaces' ./gateway/
 log "allocation checks (no race detector)"
 go test -count=1 -timeout 5m $short -run 'TestSelectAllocatesNothing|TestInvokeAllocations' ./cluster/
+go test -count=1 -timeout 5m $short -run 'TestRouteAllocatesNothing' ./governance/
 go test -count=1 -timeout 5m $short -run 'Hostile' ./hessian/
+log "timed test (no race detector): Dubbo governance rules applied within 1 s of their write"
+go test -count=1 -timeout 5m $short -run 'TestZooKeeperGovernanceWithin1s' ./registry/zookeeper/
 log "timed load tests (no race detector): SIGTERM under load, 20 drains in a row"
 DUBBOGW_DRAIN_RUNS=20 go test -count=1 -timeout 10m $short -run 'TestSIGTERMDrainsUnderLoad' ./cmd/dubbogw/
 
