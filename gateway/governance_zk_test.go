@@ -26,12 +26,19 @@ import (
 // condition-rule, configuration-rule; configVersion v3.0).
 
 // whoProvider is a provider of iface whose method who(String) answers
-// "<name>|<dubbo.tag attachment>".
+// "<name>|<dubbo.tag attachment>", after sleeping when the argument is
+// "sleep".
 func whoProvider(t *testing.T, iface, name string) (string, *provider.Server) {
 	t.Helper()
 	s := provider.NewServer(slog.New(slog.DiscardHandler))
 	s.Register(provider.Service{Interface: iface, Methods: map[string][]provider.Method{
-		"who": {{ParamTypes: []string{"java.lang.String"}, Func: func(ctx context.Context, _ []any) (any, error) {
+		"who": {{ParamTypes: []string{"java.lang.String"}, Func: func(ctx context.Context, args []any) (any, error) {
+			if args[0] == "sleep" {
+				select {
+				case <-time.After(time.Second):
+				case <-ctx.Done():
+				}
+			}
 			tag, _ := provider.Attachments(ctx)[governance.TagKey].(string)
 			return name + "|" + tag, nil
 		}}},
@@ -131,10 +138,12 @@ registries:
 routes:
   - name: who
     match: {methods: [GET], path: "/who/{id}"}
+    timeout: 3s
     dubbo:
       registry: zk
       interface: %s
       method: who
+      retries: 0
       params: [{type: java.lang.String, from: path, name: id}]
   - name: who-gray
     match: {methods: [GET], path: "/gray/{id}"}
@@ -176,6 +185,14 @@ routes:
 	f.setRule(t, gw+".configurators", "configVersion: v3.0\nscope: application\nkey: "+gw+"\nenabled: true\nconfigs:\n  - side: consumer\n    addresses: [0.0.0.0]\n    providerAddresses: [\""+addrC+"\"]\n    parameters:\n      disabled: true\n")
 	waitCounts("c disabled for the gateway", who, nil, "a|")
 	waitCounts("vip: the condition's empty result is ignored without force", tg.base+"/who/vip-1", nil, "a|")
+	// A configurator's timeout bounds the calls to its provider (the
+	// route's is 3s; the provider sleeps a second).
+	f.setRule(t, gw+".configurators", "configVersion: v3.0\nscope: application\nkey: "+gw+"\nenabled: true\nconfigs:\n  - side: consumer\n    providerAddresses: [\""+addrC+"\"]\n    parameters:\n      disabled: true\n  - side: consumer\n    parameters:\n      timeout: 100\n")
+	testenv.WaitFor(t, 20*time.Second, "the configurator's timeout", func() bool {
+		start := time.Now()
+		a := do(t, "GET", tg.base+"/who/sleep", nil)
+		return a.status == 504 && time.Since(start) < 900*time.Millisecond
+	})
 	f.deleteRule(t, gw+".configurators")
 	waitCounts("c back", who, nil, "a|", "c|")
 
