@@ -145,8 +145,11 @@ type RuleStatus struct {
 	// node) or "refused" (the node's data is not a rule this gateway
 	// applies: Error says why; the last good rule of the node, if any,
 	// keeps applying: Applied says so).
-	State   string    `json:"state"`
-	Error   string    `json:"error,omitempty"`
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+	// Ignored names what the rule says that this gateway does not apply
+	// (a configurator's other parameters: retries, loadbalance...).
+	Ignored string    `json:"ignored,omitempty"`
 	Applied bool      `json:"applied"`
 	Changed time.Time `json:"changed,omitzero"` // when the node's data last changed
 }

@@ -292,7 +292,7 @@ function showServices({ services: list, total, next }) {
     // refused one (the last good one still applies) is shown with why.
     const rules = s.rules || [];
     const refused = rules.some((r) => r.state === 'refused');
-    const ruleText = rules.map((r) => `${r.key} ${r.state}${r.error ? `: ${r.error}` : ''}`).join('; ');
+    const ruleText = rules.map((r) => `${r.key} ${r.state}${r.error ? `: ${r.error}` : ''}${r.ignored ? ` (not applied: ${r.ignored})` : ''}`).join('; ');
     row(tbody, [s.registry, s.service, s.state, [s.providers.length, 'num'], found, health, [ruleText, refused ? 'bad' : '']]);
   }
   services.next = next || '';

@@ -116,7 +116,7 @@ func (rs *ruleNodes) take(pw *pathWatch, r opResult) (*ruleNode, bool) {
 			break
 		}
 		n.rule = rule
-		st.State = "applied"
+		st.State, st.Ignored = "applied", ignoredParams(rule)
 		if !ruleEnabled(rule) {
 			st.State = "disabled"
 		}
@@ -124,6 +124,20 @@ func (rs *ruleNodes) take(pw *pathWatch, r opResult) (*ruleNode, bool) {
 	st.Applied = n.rule != nil && ruleEnabled(n.rule)
 	n.status = st
 	return n, true
+}
+
+// ignoredParams names the parameters of a configurators rule this gateway
+// does not apply, sorted, "" for none.
+func ignoredParams(r *governance.Rule) string {
+	if r.Configurators == nil {
+		return ""
+	}
+	var names []string
+	for _, it := range r.Configurators.Items {
+		names = append(names, it.Ignored...)
+	}
+	slices.Sort(names)
+	return strings.Join(slices.Compact(names), ", ")
 }
 
 func ruleEnabled(r *governance.Rule) bool {

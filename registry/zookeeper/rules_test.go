@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,10 +138,13 @@ func TestZooKeeperGovernanceRules(t *testing.T) {
 	// a provider for the gateway (dubbo.apache.org configuration-rule;
 	// addresses: the consumer's host).
 	confKey := gw + ".configurators"
-	re.setRule(confKey, "configVersion: v3.0\nscope: application\nkey: "+gw+"\nenabled: true\nconfigs:\n  - side: consumer\n    addresses: [\"10.9.9.9\"]\n    providerAddresses: [\"10.0.0.3:20880\"]\n    parameters:\n      disabled: true\n")
+	re.setRule(confKey, "configVersion: v3.0\nscope: application\nkey: "+gw+"\nenabled: true\nconfigs:\n  - side: consumer\n    addresses: [\"10.9.9.9\"]\n    providerAddresses: [\"10.0.0.3:20880\"]\n    parameters:\n      disabled: true\n      retries: 5\n")
 	r.waitUntil(t, "configurator disables 10.0.0.3", func() bool {
 		return strings.Join(addrsOf(d.Providers()), " ") == "10.0.0.1:20880 10.0.0.2:20880"
 	})
+	if st := d.Governance().Rules; !slices.ContainsFunc(st, func(s registry.RuleStatus) bool { return s.Key == confKey && s.Ignored == "retries" }) {
+		t.Errorf("the configurator's ignored parameter is not shown: %+v", st)
+	}
 	re.setRule(confKey, "configVersion: v3.0\nscope: application\nkey: "+gw+"\nenabled: true\nconfigs:\n  - side: consumer\n    addresses: [\"10.8.8.8\"]\n    providerAddresses: [\"10.0.0.3:20880\"]\n    parameters:\n      disabled: true\n")
 	r.waitUntil(t, "a configurator for another consumer does not apply", func() bool { return len(d.Providers()) == 3 })
 
