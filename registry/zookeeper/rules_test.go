@@ -148,9 +148,22 @@ func TestZooKeeperGovernanceRules(t *testing.T) {
 	re.setRule(confKey, "configVersion: v3.0\nscope: application\nkey: "+gw+"\nenabled: true\nconfigs:\n  - side: consumer\n    addresses: [\"10.8.8.8\"]\n    providerAddresses: [\"10.0.0.3:20880\"]\n    parameters:\n      disabled: true\n")
 	r.waitUntil(t, "a configurator for another consumer does not apply", func() bool { return len(d.Providers()) == 3 })
 
-	// Deleting the rules restores the plain selection.
+	// Application condition routers: the gateway's own (scope application,
+	// key: the consumer's application, as Dubbo's AppStateRouter reads it)
+	// and the providers' (Dubbo 3's ProviderAppStateRouter).
 	re.deleteRule(condKey)
 	re.deleteRule(tagKey)
+	expect("service and tag rules deleted", "save", "", "10.0.0.1:20880 10.0.0.3:20880")
+	gwCond, appCond := gw+".condition-router", app+".condition-router"
+	re.setRule(gwCond, "configVersion: v3.0\nscope: application\nkey: "+gw+"\nconditions:\n  - application = "+gw+" => host != 10.0.0.3\n")
+	expect("the gateway application's condition", "save", "", "10.0.0.1:20880")
+	re.setRule(appCond, "configVersion: v3.0\nscope: application\nkey: "+app+"\nforce: true\nconditions:\n  - method = save => host = 10.0.0.2\n")
+	expect("the provider application's condition, with force", "save", "", "")
+	expect("the provider application's condition, other method", "find", "", "10.0.0.1:20880")
+	re.deleteRule(appCond)
+	re.deleteRule(gwCond)
+
+	// Deleting the rules restores the plain selection.
 	expect("rules deleted: static tags again", "findAll", "", "10.0.0.1:20880 10.0.0.3:20880")
 	expect("rules deleted: static tag", "findAll", "gray", "10.0.0.2:20880")
 
