@@ -241,3 +241,44 @@ func governanceWithin1s(t *testing.T) []time.Duration {
 	}, "save", "", "10.0.0.1:20880")
 	return took
 }
+
+// TestZooKeeperGovernanceRestart: while ZooKeeper is down the last rules
+// keep applying; once it is back a rule changed meanwhile (here: before
+// the reconnection is noticed) applies, and the directories are current
+// again (a rule node re-read with the same data does not hold them back).
+func TestZooKeeperGovernanceRestart(t *testing.T) {
+	server := testenv.StartZooKeeper(t)
+	re := newRuleEnv(t, server.Addr())
+	iface, app := uniqueName("com.example.GovRestart"), uniqueName("shop")
+	for _, a := range []string{"10.0.0.1:20880", "10.0.0.2:20880"} {
+		re.addProvider(re.admin, iface, a, "application="+app, 0)
+	}
+	tagKey := app + ".tag-router"
+	re.setRule(tagKey, "configVersion: v3.0\nforce: true\nkey: "+app+"\ntags:\n  - name: canary\n    addresses: [\"10.0.0.2:20880\"]\n")
+	r := startRegistry(t, Options{Addrs: []string{server.Addr()}, Root: re.group, SessionTimeout: 4 * time.Second, Timeout: time.Second,
+		Governance: &GovernanceOptions{}})
+	d := r.Subscribe(registry.ServiceKey{Interface: iface})
+	defer d.Release()
+	waitReady(t, d)
+	r.waitUntil(t, "canary rule", func() bool { return routed(d, "m", "canary") == "10.0.0.2:20880" })
+
+	server.Stop()
+	r.waitUntil(t, "stale", func() bool { return d.State() == registry.DirStale })
+	if got := routed(d, "m", "canary"); got != "10.0.0.2:20880" {
+		t.Fatalf("while ZooKeeper is down the rule no longer applies: %q", got)
+	}
+	server.Start()
+	re.reconnectAdmin()
+	re.setRule(tagKey, "configVersion: v3.0\nforce: true\nkey: "+app+"\ntags:\n  - name: canary\n    addresses: [\"10.0.0.1:20880\"]\n")
+	r.waitUntil(t, "the rule changed while reconnecting applies, the directory current", func() bool {
+		return d.State() == registry.DirOK && routed(d, "m", "canary") == "10.0.0.1:20880"
+	})
+
+	// Again, with no change: the rule nodes read the same data.
+	server.Stop()
+	r.waitUntil(t, "stale again", func() bool { return d.State() == registry.DirStale })
+	server.Start()
+	r.waitUntil(t, "current again, the rule unchanged", func() bool {
+		return d.State() == registry.DirOK && routed(d, "m", "canary") == "10.0.0.1:20880"
+	})
+}
