@@ -31,7 +31,7 @@ func TestGovernanceDubboGo(t *testing.T) {
 	zkAddr := appDiscZK(t)
 	group, conn := registryGroup(t, zkAddr, "gov")
 	suffix := fmt.Sprintf("%08x", rand.Uint32())
-	app, version := "gov-shop-"+suffix, "gov-"+suffix
+	app, version, gwApp := "gov-shop-"+suffix, "gov-"+suffix, "gov-gw-"+suffix
 	start := func(tag string) string {
 		return startDubboGoProvider(t, providerConfig{ZK: zkAddr, RegistryGroup: group, RegistryType: "interface",
 			App: app, UserVersion: version, Tag: tag}).Addr
@@ -43,7 +43,7 @@ admin: {listen: "127.0.0.1:0"}
 access_log: {enabled: false}
 shutdown: {delay: 0s, drain_timeout: 5s}
 registries:
-  zk: {type: zookeeper, address: %q, root: %s, discovery: interface, startup_wait: 10s, governance: {enabled: true}}
+  zk: {type: zookeeper, address: %q, root: %s, application: %s, discovery: interface, startup_wait: 10s, governance: {enabled: true}}
 dubbo:
   metrics: {per_provider: true}
 routes:
@@ -53,7 +53,7 @@ routes:
   - name: greet
     match: {methods: [GET], path: "/greet"}
     dubbo: {registry: zk, interface: %s, version: %s, method: greet}
-`, zkAddr, group, userService, version, userService, version))
+`, zkAddr, group, gwApp, userService, version, userService, version))
 
 	rules := ruleWriter{t: t, conn: conn}
 	served := func(what, path string, header []string, want ...string) {
@@ -94,6 +94,16 @@ routes:
 	served("vip users to p1", "/users/vip-7", nil, p1)
 	served("other users to both", "/users/7", nil, p1, p2)
 	rules.remove(condKey)
+
+	// A consumer-side configurator of the gateway's application
+	// ("<application>.configurators": the consumer's, dubbo-go
+	// config_center/configurator/override.go matches side consumer against
+	// the consumer) disables p1 for the gateway.
+	confKey := gwApp + ".configurators"
+	rules.set(confKey, "configVersion: v3.0\nscope: application\nkey: "+gwApp+"\nenabled: true\nconfigs:\n  - side: consumer\n    addresses: [0.0.0.0]\n    providerAddresses: [\""+p1+"\"]\n    parameters:\n      disabled: true\n")
+	served("p1 disabled for the gateway", "/greet", nil, p2)
+	rules.remove(confKey)
+	served("p1 back", "/greet", nil, p1, p2)
 
 	// The provider application's tag router: canary is p2, by address.
 	tagKey := app + ".tag-router"
