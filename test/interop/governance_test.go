@@ -23,10 +23,12 @@ import (
 // ("<application>.tag-router": cluster/router/tag/router.go Notify reads
 // the providers' application) and the service's condition router
 // ("<interface>:<version>:<group>.condition-router": common/url.go
-// ColonSeparatedKey), in the YAML of Dubbo's documentation
-// (dubbo.apache.org overview/core-features/traffic: tag-rule,
-// condition-rule, configVersion v3.0). Which provider served each call is
-// read from the gateway's per-provider call counts.
+// ColonSeparatedKey) and a consumer-side configurator of the gateway's
+// application ("<application>.configurators"), in the YAML of Dubbo's
+// documentation (dubbo.apache.org overview/core-features/traffic:
+// tag-rule, condition-rule, configuration-rule; configVersion v3.0).
+// Which provider served each call is read from the gateway's
+// per-provider call counts.
 func TestGovernanceDubboGo(t *testing.T) {
 	zkAddr := appDiscZK(t)
 	group, conn := registryGroup(t, zkAddr, "gov")
