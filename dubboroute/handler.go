@@ -397,16 +397,22 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		exchange.Fail(w, r, exchange.CodeNoProvider, h.noProviderOfProtocol(dir))
 		return
 	}
+	var whole []*cluster.Provider // the snapshot the rules narrowed, when they did
 	if router := dir.Router(); router != nil {
 		// Dubbo's tag and condition rules (and static tags): nil without
 		// any, so a service without rules pays one atomic load.
 		sel := governance.Request{Method: inv.Method, Tag: tag, Args: args, Attachments: inv.Attachments}
-		if providers = router.Route(providers, &sel); len(providers) == 0 {
+		routed := router.Route(providers, &sel)
+		if len(routed) == 0 {
 			exchange.Fail(w, r, exchange.CodeNoProvider, noProviderByRules(dir, tag))
 			return
 		}
+		if len(routed) != len(providers) || &routed[0] != &providers[0] {
+			whole = providers
+		}
+		providers = routed
 	}
-	call := &cluster.Call{Method: inv.Method, HashKey: hashKey, Exclude: h.readonly}
+	call := &cluster.Call{Method: inv.Method, HashKey: hashKey, Exclude: h.readonly, Snapshot: whole}
 	if h.passthrough != nil {
 		call.Service = dir.Key().String() // its own breaker: one service failing never stops the others
 	}
