@@ -349,8 +349,9 @@ type invocation struct {
 }
 
 func (c *Cluster) invoke(ctx context.Context, providers []*Provider, call *Call, inv Invoker) (any, outcome, error) {
-	v := c.view(providers)
-	sv := c.stats.view(providers)
+	whole := call.snapshot()
+	v := c.view(providers, whole)
+	sv := c.stats.view(providers, whole)
 	st := c.pool.Get().(*invocation)
 	defer func() {
 		*st = invocation{}
@@ -364,7 +365,7 @@ func (c *Cluster) invoke(ctx context.Context, providers []*Provider, call *Call,
 		clk:      lazyClock{clock: c.now},
 	}
 	if call != nil {
-		st.call.Method, st.call.HashKey, st.exclude = call.Method, call.HashKey, call.Exclude
+		st.call.Method, st.call.HashKey, st.call.Snapshot, st.exclude = call.Method, call.HashKey, call.Snapshot, call.Exclude
 	}
 
 	var lastErr error
@@ -509,8 +510,9 @@ func (v *view) indexOf(providers []*Provider, p *Provider) int {
 
 // view returns the view of providers, building it on the snapshot's first
 // use. Provider breakers are kept by address across snapshots; those of
-// addresses in neither this snapshot nor the previous one are dropped.
-func (c *Cluster) view(providers []*Provider) *view {
+// addresses in neither this snapshot nor the previous one, nor in whole
+// (the snapshot providers was narrowed from, when it was), are dropped.
+func (c *Cluster) view(providers, whole []*Provider) *view {
 	if v, ok := c.views.load(providers); ok {
 		return v
 	}
@@ -531,7 +533,7 @@ func (c *Cluster) view(providers []*Provider) *view {
 	if c.breakerOpt.enabled() {
 		prev, _ := c.views.latest()
 		v.breakers = make([]*breaker, len(providers))
-		keep := make(map[string]bool, len(providers))
+		keep := make(map[string]bool, len(providers)+len(whole))
 		c.mu.Lock()
 		for i, p := range providers {
 			b := c.breakers[p.Addr]
@@ -547,6 +549,9 @@ func (c *Cluster) view(providers []*Provider) *view {
 			for _, b := range prev.breakers {
 				keep[b.key] = true
 			}
+		}
+		for _, p := range whole {
+			keep[p.Addr] = true
 		}
 		for addr, b := range c.breakers {
 			if !keep[addr] {

@@ -815,3 +815,48 @@ func TestRouteSeriesMadeAtFirstCall(t *testing.T) {
 		t.Errorf("selections after one call: %v, want 1", got)
 	}
 }
+
+// TestSubsetsKeepBreakers: calls narrowed by governance rules to subsets
+// of one snapshot (Call.Snapshot) keep the breakers of the snapshot's
+// addresses however many subsets they alternate between; without
+// Snapshot, an address in neither of the last two snapshots loses it.
+func TestSubsetsKeepBreakers(t *testing.T) {
+	var whole []*Provider
+	for i := range 8 {
+		whole = append(whole, &Provider{Addr: fmt.Sprintf("10.0.0.%d:20880", i+1), Weight: 100})
+	}
+	subset := func(i int) []*Provider { return []*Provider{whole[i]} } // a new slice each time: a new identity
+	for _, withSnapshot := range []bool{true, false} {
+		c, err := New(Options{Route: "r", Mode: Failfast, Breaker: BreakerOptions{ConsecutiveFailures: 1, CoolDown: time.Hour, HalfOpenProbes: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := func(ps []*Provider, fail bool) error {
+			cl := &Call{Method: "m"}
+			if withSnapshot {
+				cl.Snapshot = whole
+			}
+			_, err := c.Invoke(context.Background(), ps, cl, func(context.Context, *Provider) (any, error) {
+				if fail {
+					return nil, errors.New("down")
+				}
+				return "ok", nil
+			})
+			return err
+		}
+		_ = call(subset(0), true) // opens 10.0.0.1's breaker
+		for i := 1; i < len(whole); i++ {
+			if err := call(subset(i), false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = call(subset(0), false)
+		if withSnapshot && !errors.Is(err, ErrBreakerOpen) {
+			t.Errorf("with Snapshot: 10.0.0.1's breaker was lost after 7 other subsets: %v", err)
+		}
+		if !withSnapshot && err != nil {
+			t.Errorf("without Snapshot: 10.0.0.1's breaker was expected dropped (in neither of the last two snapshots): %v", err)
+		}
+		c.Close()
+	}
+}

@@ -115,7 +115,7 @@ func (p *leastActive) Select(providers []*Provider, call *Call) *Provider {
 	if len(providers) == 0 {
 		return nil
 	}
-	sv := p.stats.view(providers)
+	sv := p.stats.view(providers, call.snapshot())
 	all := call.excludesNone()
 	w := newWeigher(p.weights.get(providers), p.now)
 	buf := p.scratch.Get().(*[]tie)
@@ -207,7 +207,7 @@ func (p *powerOfTwo) Select(providers []*Provider, call *Call) *Provider {
 			return providers[last]
 		}
 	}
-	sv := p.stats.view(providers)
+	sv := p.stats.view(providers, call.snapshot())
 	now := p.stats.nanotime()
 	if sv[b].cost(now, p.stats.decay) < sv[a].cost(now, p.stats.decay) {
 		return providers[b]

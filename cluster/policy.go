@@ -34,6 +34,12 @@ type Call struct {
 	// about the chosen provider first and chooses again when refused, so
 	// it is usually called once per attempt.
 	Exclude func(p *Provider) bool
+	// Snapshot, when set, is the registry's whole snapshot the providers
+	// given to Invoke were narrowed from (by Dubbo's governance rules):
+	// the breakers and call statistics of its addresses are kept while
+	// calls choose among different subsets of it. nil: the providers are
+	// the snapshot.
+	Snapshot []*Provider
 
 	excl *exclusion // set by Cluster.Invoke: tried providers, open breakers
 }
@@ -50,6 +56,14 @@ func (c *Call) Excludes(providers []*Provider, i int) bool {
 		return true
 	}
 	return c.excl != nil && c.excl.excludes(providers, i)
+}
+
+// snapshot is c's Snapshot (nil for a nil Call).
+func (c *Call) snapshot() []*Provider {
+	if c == nil {
+		return nil
+	}
+	return c.Snapshot
 }
 
 // excludesNone reports that no provider can be excluded, so a policy may

@@ -36,6 +36,10 @@ type Provider struct {
 	Protocol Protocol
 	// Params are the other URL parameters but pid.
 	Params Params
+	// Timeout, when set (by a consumer-side configurator of Dubbo's
+	// config centre, never by the provider's URL), bounds each call to
+	// this provider; the route's timeout still bounds the whole call.
+	Timeout time.Duration
 }
 
 // Protocol is the RPC protocol a provider speaks.

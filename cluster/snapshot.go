@@ -21,13 +21,19 @@ func keyOf(providers []*Provider) snapshotKey {
 	return snapshotKey{&providers[0], len(providers)}
 }
 
-// snapshotCache keeps what was computed for the last two provider snapshots
-// (two, so that calls still retrying on the previous snapshot during a
-// registry update do not evict the current one). Loads are lock-free; mu
-// serialises builders, which check the cache again under it.
+// cachedSnapshots is how many provider snapshots a cache keeps: the
+// current one and the previous (calls still retrying on it during a
+// registry update), and, when governance rules narrow a service's
+// snapshot per call (a tag, a method), the few subsets a route's calls
+// alternate between.
+const cachedSnapshots = 4
+
+// snapshotCache keeps what was computed for the last cachedSnapshots
+// provider snapshots. Loads are lock-free; mu serialises builders, which
+// check the cache again under it.
 type snapshotCache[T any] struct {
 	mu      sync.Mutex
-	entries [2]atomic.Pointer[cacheEntry[T]]
+	entries [cachedSnapshots]atomic.Pointer[cacheEntry[T]]
 }
 
 type cacheEntry[T any] struct {
@@ -54,9 +60,11 @@ func (c *snapshotCache[T]) latest() (val T, ok bool) {
 	return val, false
 }
 
-// store caches val for providers, keeping the previous entry as the second one.
-// The caller holds c.mu.
+// store caches val for providers, first, the older entries moving down
+// (the oldest dropped). The caller holds c.mu.
 func (c *snapshotCache[T]) store(providers []*Provider, val T) {
-	c.entries[1].Store(c.entries[0].Load())
+	for i := len(c.entries) - 1; i > 0; i-- {
+		c.entries[i].Store(c.entries[i-1].Load())
+	}
 	c.entries[0].Store(&cacheEntry[T]{key: keyOf(providers), val: val})
 }

@@ -137,7 +137,7 @@ func (s *Stats) entryLocked(addr string) *providerStats {
 }
 
 // view returns the statistics of providers, index by index.
-func (s *Stats) view(providers []*Provider) []*providerStats {
+func (s *Stats) view(providers, whole []*Provider) []*providerStats {
 	if v, ok := s.views.load(providers); ok {
 		return v
 	}
@@ -149,13 +149,18 @@ func (s *Stats) view(providers []*Provider) []*providerStats {
 	prev, _ := s.views.latest()
 	v := make([]*providerStats, len(providers))
 	s.mu.Lock()
-	keep := make(map[*providerStats]bool, len(providers)+len(prev))
+	keep := make(map[*providerStats]bool, len(providers)+len(prev)+len(whole))
 	for i, p := range providers {
 		v[i] = s.entryLocked(p.Addr)
 		keep[v[i]] = true
 	}
 	for _, ps := range prev {
 		keep[ps] = true
+	}
+	for _, p := range whole {
+		if ps := s.byAddr[p.Addr]; ps != nil {
+			keep[ps] = true
+		}
 	}
 	for addr, ps := range s.byAddr {
 		if !keep[ps] {

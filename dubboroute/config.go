@@ -56,7 +56,27 @@ const (
 	DefaultReferenceIdleTTL       = config.Duration(10 * time.Minute)
 	DefaultReferenceNewPerSecond  = 100
 	DefaultReferenceSubscriptions = 2048
+
+	// DefaultTagHeader is the header a client gives a call's Dubbo tag with.
+	DefaultTagHeader = "X-Dubbo-Tag"
+	// MaxTagLen bounds a Dubbo tag.
+	MaxTagLen = 64
 )
+
+// ValidTag reports whether tag may be a call's Dubbo tag: 1 to MaxTagLen
+// letters, digits, '.', '-' and '_' (Dubbo Admin's tag names are such).
+func ValidTag(tag string) bool {
+	if tag == "" || len(tag) > MaxTagLen {
+		return false
+	}
+	for i := 0; i < len(tag); i++ {
+		c := tag[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // DefaultDubboBodyBudget is a route's default max_body_bytes_in_flight:
 // four bodies of the default size limit at once, or thousands of small ones.
@@ -228,6 +248,16 @@ type Config struct {
 	// the keys of attachments cannot be mapped; identity attachments of an
 	// auth filter win. Default: none.
 	AttachmentsFrom map[string]string `yaml:"attachments_from"`
+	// Tag is the Dubbo tag of every call of the route (Dubbo's tag
+	// routing): sent as attachment dubbo.tag, it chooses the providers of
+	// that tag under the registry's governance rules and static tags. When
+	// set, TagHeader is not read. Default: none.
+	Tag string `yaml:"tag"`
+	// TagHeader is the request header a client gives the call's tag with
+	// (when Tag is not set): at most 64 letters, digits, '.', '-' and '_'
+	// (another value is refused, 400). "" reads none. Default
+	// "X-Dubbo-Tag".
+	TagHeader *string `yaml:"tag_header"`
 	// Result sets how results become JSON.
 	Result Result `yaml:"result"`
 	// ExceptionStatus is the HTTP status of a business exception. Default 500.
@@ -392,6 +422,10 @@ func (rt *Route) Defaults(ctx config.RouteContext) {
 		dr.HashArguments = []int{0}
 	}
 	config.SetDefault(&dr.ExceptionStatus, DefaultExceptionStatus)
+	if dr.TagHeader == nil {
+		h := DefaultTagHeader
+		dr.TagHeader = &h
+	}
 	config.SetDefault(&dr.MaxBodyBytesInFlight, max(DefaultDubboBodyBudget, r.MaxBodyBytes)) // server.max_body_bytes by now
 	b := &dr.Breaker
 	config.SetDefaultPtr(&b.Enabled, true)
@@ -543,6 +577,12 @@ func (rt *Route) Validate(at config.At, ctx config.RouteContext) {
 	}
 	if dr.Retries != nil && (*dr.Retries < 0 || *dr.Retries > 10) {
 		at.Field("retries").Errorf("must be 0..10, got %d", *dr.Retries)
+	}
+	if dr.Tag != "" && !ValidTag(dr.Tag) {
+		at.Field("tag").Errorf("%q: want at most %d letters, digits, '.', '-' and '_'", dr.Tag, MaxTagLen)
+	}
+	if dr.TagHeader != nil && *dr.TagHeader != "" && !httpguts.ValidHeaderFieldName(*dr.TagHeader) {
+		at.Field("tag_header").Errorf("%q is not an HTTP header name", *dr.TagHeader)
 	}
 	if dr.ExceptionStatus < 400 || dr.ExceptionStatus > 599 {
 		at.Field("exception_status").Errorf("must be an HTTP error status 400..599, got %d", dr.ExceptionStatus)

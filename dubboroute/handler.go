@@ -23,6 +23,7 @@ import (
 	"github.com/dubbogw/dubbogw/dubbo"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
 	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/governance"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 	"github.com/dubbogw/dubbogw/idl"
 	"github.com/dubbogw/dubbogw/observe"
@@ -98,6 +99,9 @@ type Handler struct {
 	budget   bodyBudget
 	refusals observe.LogSampler // bounds the log lines about refused requests
 	failures observe.LogSampler // and about failed calls
+	// tag is the route's constant Dubbo tag; tagHeader (canonical) the
+	// header a call's tag is read from when tag is not set ("": none).
+	tag, tagHeader string
 
 	// fromHeaders are attachments_from: request headers sent as attachments.
 	fromHeaders []headerAttachment
@@ -167,11 +171,15 @@ func New(route string, cfg *Config, d Deps) (*Handler, error) {
 		timeout:  cfg.Timeout.D(),
 		tracer:   d.Tracer,
 		budget:   bodyBudget{limit: int64(cfg.MaxBodyBytesInFlight)},
+		tag:      cfg.Tag,
 		jsonOpts: jsonbridge.DecodeOptions{
 			KeepClass: cfg.Result.KeepClass, LongAsNumber: cfg.Result.LongAsNumber, BigAsNumber: cfg.Result.BigAsNumber,
 		},
 	}
 	h.fromHeaders = headerAttachments(cfg)
+	if cfg.Tag == "" && cfg.TagHeader != nil && *cfg.TagHeader != "" {
+		h.tagHeader = http.CanonicalHeaderKey(*cfg.TagHeader)
+	}
 	d.Log = log // the cluster logs breaker transitions through the same logger
 	if h.cluster, err = newCluster(route, cfg, d); err != nil {
 		return nil, err
@@ -241,11 +249,16 @@ func (h *Handler) serveIDL(ctx context.Context, w http.ResponseWriter, r *http.R
 		h.writeErr(w, r, err)
 		return
 	}
+	tag, terr := h.requestTag(r)
+	if terr != nil {
+		h.writeErr(w, r, terr)
+		return
+	}
 	inv := &dubbo.Invocation{
 		Interface: h.cfg.Interface, Version: h.cfg.Version, Group: h.cfg.Group, Method: h.cfg.Method,
-		Args: []any{payload, m}, Attachments: h.attachments(r),
+		Args: []any{payload, m}, Attachments: h.attachments(r, tag),
 	}
-	h.call(ctx, w, r, h.dir, inv, "")
+	h.call(ctx, w, r, h.dir, inv, "", tag, nil)
 }
 
 // protocols are the providers of a snapshot the route calls: those of
@@ -326,6 +339,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveIDL(ctx, w, r, body)
 		return
 	}
+	tag, aerr := h.requestTag(r)
+	if aerr != nil {
+		h.refuse(r, aerr.msg)
+		exchange.Fail(w, r, exchange.CodeBadRequest, aerr.msg)
+		return
+	}
 	a, aerr := h.resolve(r, body)
 	if aerr != nil {
 		h.refuse(r, aerr.msg)
@@ -336,14 +355,33 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inv := &dubbo.Invocation{
 		Interface: h.cfg.Interface, Version: h.cfg.Version, Group: h.cfg.Group, Method: h.cfg.Method,
 		ParamTypes: h.paramTypes, WriteArgs: a.write, Generic: *h.cfg.Generic, Async: h.cfg.Async,
-		Attachments: h.attachments(r),
+		Attachments: h.attachments(r, tag),
 	}
-	h.call(ctx, w, r, h.dir, inv, h.hashKey(a))
+	h.call(ctx, w, r, h.dir, inv, h.hashKey(a), tag, a)
+}
+
+// requestTag is the call's Dubbo tag: the route's, else the value of its
+// tag header (bounded and checked: a client names a tag, nothing else).
+func (h *Handler) requestTag(r *http.Request) (string, *argError) {
+	if h.tag != "" || h.tagHeader == "" {
+		return h.tag, nil
+	}
+	vs := r.Header[h.tagHeader]
+	switch {
+	case len(vs) == 0 || vs[0] == "":
+		return "", nil
+	case len(vs) > 1:
+		return "", &argError{msg: h.tagHeader + " is given more than once"}
+	case !ValidTag(vs[0]):
+		return "", &argError{msg: fmt.Sprintf("%s: a Dubbo tag is at most %d letters, digits, '.', '-' and '_'", h.tagHeader, MaxTagLen)}
+	}
+	return vs[0], nil
 }
 
 // call runs the invocation through the cluster, within ctx (the route's
-// deadline), and writes the answer.
-func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Request, dir *registry.Directory, inv *dubbo.Invocation, hashKey string) {
+// deadline), and writes the answer. The service's governance rules
+// (dir.Router) read the call's tag and arguments (nil: none readable).
+func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Request, dir *registry.Directory, inv *dubbo.Invocation, hashKey, tag string, args governance.Arguments) {
 	info := exchange.From(r.Context())
 	providers := dir.Providers()
 	if len(providers) == 0 && dir.State() == registry.DirPending {
@@ -367,12 +405,33 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		exchange.Fail(w, r, exchange.CodeNoProvider, h.noProviderOfProtocol(dir))
 		return
 	}
-	call := &cluster.Call{Method: inv.Method, HashKey: hashKey, Exclude: h.readonly}
+	var whole []*cluster.Provider // the snapshot the rules narrowed, when they did
+	if router := dir.Router(); router != nil {
+		// Dubbo's tag and condition rules (and static tags): nil without
+		// any, so a service without rules pays one atomic load.
+		sel := governance.Request{Method: inv.Method, Tag: tag, Args: args, Attachments: inv.Attachments}
+		routed := router.Route(providers, &sel)
+		if len(routed) == 0 {
+			exchange.Fail(w, r, exchange.CodeNoProvider, noProviderByRules(dir, tag))
+			return
+		}
+		if len(routed) != len(providers) || &routed[0] != &providers[0] {
+			whole = providers
+		}
+		providers = routed
+	}
+	call := &cluster.Call{Method: inv.Method, HashKey: hashKey, Exclude: h.readonly, Snapshot: whole}
 	if h.passthrough != nil {
 		call.Service = dir.Key().String() // its own breaker: one service failing never stops the others
 	}
 	res, err := h.cluster.Invoke(ctx, providers, call,
 		func(ctx context.Context, p *cluster.Provider) (any, error) {
+			if p.Timeout > 0 {
+				// A configurator's timeout for this provider: within the route's.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, p.Timeout)
+				defer cancel()
+			}
 			if info != nil {
 				info.Upstream = p.Protocol.String() + "://" + p.Addr + "/" + dir.Key().String()
 			}
@@ -417,14 +476,15 @@ func (h *Handler) call(ctx context.Context, w http.ResponseWriter, r *http.Reque
 }
 
 // attachments are the route's constant attachments, those of its mapped
-// headers (attachments_from) and the request id.
-// With tracing on, each attempt adds the W3C trace context of its own span
+// headers (attachments_from), the request id and the call's Dubbo tag
+// (dubbo.tag, which a provider's own tag router reads too). With tracing
+// on, each attempt adds the W3C trace context of its own span
 // (invokeTraced); with tracing off, the client's traceparent and
 // tracestate are passed on, so a Java provider with OpenTelemetry still
 // continues the caller's trace.
-func (h *Handler) attachments(r *http.Request) map[string]string {
+func (h *Handler) attachments(r *http.Request, tag string) map[string]string {
 	info := exchange.From(r.Context())
-	n := len(h.cfg.Attachments) + len(h.fromHeaders) + 3
+	n := len(h.cfg.Attachments) + len(h.fromHeaders) + 4
 	if info != nil {
 		n += len(info.Attachments)
 	}
@@ -442,6 +502,9 @@ func (h *Handler) attachments(r *http.Request) map[string]string {
 		for k, v := range info.Attachments {
 			m[k] = v
 		}
+	}
+	if tag != "" {
+		m[governance.TagKey] = tag
 	}
 	if h.tracer == nil {
 		for _, k := range [...]string{"traceparent", "tracestate"} {
@@ -602,6 +665,16 @@ func noProvider(dir *registry.Directory) string {
 		msg += "; the registry has providers of " + dir.Key().Interface + " for " + strings.Join(names, "; ")
 	}
 	return msg
+}
+
+// noProviderByRules is the message of a call the service's governance
+// rules leave no provider for.
+func noProviderByRules(dir *registry.Directory, tag string) string {
+	msg := "no provider for " + dir.Key().String() + " under its Dubbo governance rules"
+	if tag != "" {
+		msg += " for tag " + tag
+	}
+	return msg + " (see /admin/services)"
 }
 
 // describeKey says a service key's version and group in words.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/dubbogw/dubbogw/exchange"
+	"github.com/dubbogw/dubbogw/governance"
 	"github.com/dubbogw/dubbogw/hessian"
 	"github.com/dubbogw/dubbogw/hessian/jsonbridge"
 )
@@ -182,6 +183,46 @@ type args struct {
 	body  []byte
 	raws  [][]byte // per parameter, for body fields
 	found []bool
+}
+
+var _ governance.Arguments = (*args)(nil)
+
+// Argument renders argument i for condition rules (arguments[i]) as
+// Java's String.valueOf would: a string, a number, true or false; false
+// for another JSON value, a body not split into arguments, or no such
+// argument.
+func (a *args) Argument(i int) (string, bool) {
+	h := a.h
+	if i < 0 || i >= len(h.params) {
+		return "", false
+	}
+	p := &h.params[i]
+	if p.from != FromBody {
+		return a.str(p)
+	}
+	var raw []byte
+	switch {
+	case a.raws != nil:
+		raw = a.raws[i]
+	case h.bodyMode == bodyWhole && len(h.params) == 1:
+		raw = a.body
+	default:
+		return "", false
+	}
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0:
+		return "", false
+	case raw[0] == '"':
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return s, true
+	case raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9' || string(raw) == "true" || string(raw) == "false":
+		return string(raw), true
+	}
+	return "", false
 }
 
 // resolve checks every parameter's source before anything is sent, so a bad

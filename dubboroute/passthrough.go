@@ -177,7 +177,12 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 		args = []byte("[]")
 	}
-	atts := h.attachments(r)
+	tag, terr := h.requestTag(r)
+	if terr != nil {
+		h.badRequest(w, r, terr.msg)
+		return
+	}
+	atts := h.attachments(r, tag)
 	if len(body.Attachments) > 0 {
 		for _, k := range slices.Sorted(maps.Keys(body.Attachments)) {
 			if msg := h.clientAttachment(k); msg != "" {
@@ -229,7 +234,7 @@ func (h *Handler) servePassthrough(ctx context.Context, w http.ResponseWriter, r
 	if h.cfg.LoadBalance == cluster.PolicyConsistentHash {
 		hashKey = string(args)
 	}
-	h.call(ctx, w, r, ref.Dir, inv, hashKey)
+	h.call(ctx, w, r, ref.Dir, inv, hashKey, tag, nil)
 }
 
 // clientAttachment says why a client may not send attachment key ("" when

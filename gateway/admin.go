@@ -280,6 +280,10 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 		// route, that are open or half-open.
 		ServiceBreakers map[string]cluster.BreakerState `json:"service_breakers,omitempty"`
 		Providers       []providerView                  `json:"providers"`
+		// Rules are the Dubbo governance rules read for the service
+		// (zookeeper registries with governance.enabled): applied,
+		// disabled or refused with the reason.
+		Rules []registry.RuleStatus `json:"rules,omitempty"`
 	}
 	type registryView struct {
 		Name string `json:"name"`
@@ -322,7 +326,7 @@ func (g *Gateway) adminServices(w http.ResponseWriter, r *http.Request) {
 		idx := t.dubboRoutes()[name]
 		for _, d := range page {
 			sv := serviceView{Registry: name, Service: d.Service, State: d.State, Refs: d.Refs, Updated: d.Updated,
-				Discovery: d.Discovery, Providers: make([]providerView, 0, len(d.Providers))}
+				Discovery: d.Discovery, Providers: make([]providerView, 0, len(d.Providers)), Rules: d.Rules}
 			// Provider breakers of the routes that may call the service, by
 			// address: its method routes', and every pass-through route's
 			// of its registry (read for the services listed only: the cost

@@ -198,11 +198,11 @@ routes:
 	// docs/METRICS.md's formula for this gateway: 28 fixed, E = 1 error
 	// code, 19 for the one route called (d: "none" answered nothing) and
 	// d's one status code, 2 for the Dubbo route called (retries,
-	// selections; its breakers did not change state), 18 for the registry
+	// selections; its breakers did not change state), 20 for the registry
 	// and 1 for its service, 49 for the Dubbo client. Per provider: one
 	// breaker state per provider, and the client's 49 for each of the 9
 	// addresses called (3 calls, 3 attempts).
-	want := 28 + 1 + 19 + 1 + 2 + 18 + 1 + 49
+	want := 28 + 1 + 19 + 1 + 2 + 20 + 1 + 49
 	for _, providers := range []int{100, 2000} {
 		if got, size := scrape(false, providers); got != want {
 			t.Errorf("default, %d providers: %d series (%d bytes), want %d", providers, got, size, want)

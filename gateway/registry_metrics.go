@@ -18,7 +18,7 @@ type registryCollector struct {
 
 	subscriptions, watches, references, providers, connected, degraded, registered,
 	reconnects, expiries, applications, instances, metadataFetches, metadataCached, metadataInFlight,
-	refused, onDemand *prometheus.Desc
+	refused, onDemand, rules, rulesRefused *prometheus.Desc
 }
 
 func newRegistryCollector(t *atomic.Pointer[table]) *registryCollector {
@@ -57,6 +57,10 @@ func newRegistryCollector(t *atomic.Pointer[table]) *registryCollector {
 		refused: prometheus.NewDesc("dubbogw_references_refused_total",
 			"Pass-through calls answered without subscribing, by reason: not_registered (the registry lists nothing under the interface: 503 NO_PROVIDER from memory), rate or max (over dubbo.references.new_per_second or max_subscriptions: 503 SUBSCRIBE_LIMITED).",
 			[]string{"registry", "reason"}, nil),
+		rules: prometheus.NewDesc("dubbogw_registry_rules",
+			"Dubbo governance rule nodes watched in the config centre (zookeeper registries with governance.enabled): those of the live services, of their providers' applications and of the gateway's application.", l, nil),
+		rulesRefused: prometheus.NewDesc("dubbogw_registry_rules_refused_total",
+			"Dubbo governance rule node contents refused as malformed or unsupported; the node's last good rule keeps applying (the reason is in the log and /admin/services).", l, nil),
 		onDemand: prometheus.NewDesc("dubbogw_references_on_demand_subscriptions",
 			"Subscriptions the pass-through made for services nobody else held, still live (bounded by dubbo.references.max_subscriptions).", l, nil),
 	}
@@ -65,7 +69,7 @@ func newRegistryCollector(t *atomic.Pointer[table]) *registryCollector {
 func (c *registryCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.subscriptions, c.watches, c.references, c.providers, c.connected,
 		c.degraded, c.registered, c.reconnects, c.expiries, c.applications, c.instances, c.metadataFetches, c.metadataCached, c.metadataInFlight,
-		c.refused, c.onDemand} {
+		c.refused, c.onDemand, c.rules, c.rulesRefused} {
 		ch <- d
 	}
 }
@@ -99,6 +103,8 @@ func (c *registryCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.instances, float64(st.Instances))
 		gauge(c.metadataCached, float64(st.MetadataCached))
 		gauge(c.metadataInFlight, float64(st.MetadataInFlight))
+		gauge(c.rules, float64(st.Rules))
+		ch <- prometheus.MustNewConstMetric(c.rulesRefused, prometheus.CounterValue, float64(st.RulesRefused), name)
 		ch <- prometheus.MustNewConstMetric(c.metadataFetches, prometheus.CounterValue, float64(st.MetadataFetches-st.MetadataFailures), name, "ok")
 		ch <- prometheus.MustNewConstMetric(c.metadataFetches, prometheus.CounterValue, float64(st.MetadataFailures), name, "failed")
 		for _, d := range reg.Directories() {

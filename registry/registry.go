@@ -20,6 +20,7 @@ import (
 
 	"github.com/dubbogw/dubbogw/cluster"
 	"github.com/dubbogw/dubbogw/dubbo/protocol"
+	"github.com/dubbogw/dubbogw/governance"
 )
 
 // ServiceKey identifies a Dubbo service.
@@ -106,6 +107,10 @@ type Status struct {
 	// MetadataInFlight is the fetches under way (at most the registry's
 	// metadata concurrency).
 	MetadataInFlight int `json:"metadata_in_flight,omitempty"`
+	// Rules is the governance rule nodes watched (Dubbo's config centre);
+	// RulesRefused counts the rule node data refused as malformed.
+	Rules        int    `json:"rules,omitempty"`
+	RulesRefused uint64 `json:"rules_refused,omitempty"`
 }
 
 // Directory states, as DirectoryStatus.State reports them.
@@ -126,6 +131,35 @@ type DirectoryStatus struct {
 	// some came from each (or one from both); empty otherwise.
 	Discovery string           `json:"discovery,omitempty"`
 	Providers []ProviderStatus `json:"providers"`
+	// Rules are the Dubbo governance rules read for the service (a
+	// registry reading Dubbo's config centre): applied, or refused.
+	Rules []RuleStatus `json:"rules,omitempty"`
+}
+
+// RuleStatus describes one Dubbo governance rule node a directory's
+// selection depends on.
+type RuleStatus struct {
+	Key  string `json:"key"`  // the node's name, e.g. "shop.tag-router"
+	Kind string `json:"kind"` // configurators, tag-router, condition-router
+	// State is "applied", "disabled" (enabled: false), "absent" (no
+	// node) or "refused" (the node's data is not a rule this gateway
+	// applies: Error says why; the last good rule of the node, if any,
+	// keeps applying: Applied says so).
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+	// Ignored names what the rule says that this gateway does not apply
+	// (a configurator's other parameters: retries, loadbalance...).
+	Ignored string    `json:"ignored,omitempty"`
+	Applied bool      `json:"applied"`
+	Changed time.Time `json:"changed,omitzero"` // when the node's data last changed
+}
+
+// Governance is what a registry's governance rules make of one service:
+// the router narrowing its providers per call (nil: none), and the rules
+// read, for the admin API.
+type Governance struct {
+	Router *governance.Router
+	Rules  []RuleStatus
 }
 
 // ProviderStatus describes one provider of a directory.
@@ -133,6 +167,8 @@ type ProviderStatus struct {
 	Addr     string `json:"address"`
 	Protocol string `json:"protocol"` // dubbo or tri
 	Weight   int    `json:"weight"`
+	// Timeout is a configurator's timeout for calls to this provider.
+	Timeout string `json:"timeout,omitempty"`
 	ProviderOrigin
 }
 
@@ -159,6 +195,7 @@ type Directory struct {
 	providers atomic.Pointer[[]*cluster.Provider]
 	origin    atomic.Pointer[directoryOrigins] // for the admin API
 	offered   atomic.Pointer[[]ServiceKey]     // see Offered
+	gov       atomic.Pointer[Governance]       // nil: no governance rules
 	updated   atomic.Int64                     // unix nanoseconds of the last set
 	stale     atomic.Bool
 	dropped   atomic.Bool // the registry let it go: no longer updated
@@ -259,6 +296,21 @@ func (d *Directory) SetOffered(keys []ServiceKey) {
 		return
 	}
 	d.offered.Store(&keys)
+}
+
+// SetGovernance publishes the service's governance (nil: none).
+func (d *Directory) SetGovernance(g *Governance) { d.gov.Store(g) }
+
+// Governance returns what SetGovernance published last, nil for none.
+func (d *Directory) Governance() *Governance { return d.gov.Load() }
+
+// Router returns the router of the service's governance rules: nil (which
+// routes nothing) without rules.
+func (d *Directory) Router() *governance.Router {
+	if g := d.gov.Load(); g != nil {
+		return g.Router
+	}
+	return nil
 }
 
 // Offered lists, while the directory has no provider, the keys of the
@@ -568,7 +620,11 @@ func describe(key string, e *dirEntry) DirectoryStatus {
 		Updated: e.dir.Updated(), Providers: make([]ProviderStatus, 0, len(providers))}
 	for _, p := range providers {
 		o := e.dir.Origin(p.Addr)
-		st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Protocol: p.Protocol.String(), Weight: p.Weight, ProviderOrigin: o})
+		st.Providers = append(st.Providers, ProviderStatus{Addr: p.Addr, Protocol: p.Protocol.String(), Weight: p.Weight,
+			ProviderOrigin: o})
+		if p.Timeout > 0 {
+			st.Providers[len(st.Providers)-1].Timeout = p.Timeout.String()
+		}
 		switch {
 		case o.Source == "" || st.Discovery == o.Source:
 		case st.Discovery == "":
@@ -576,6 +632,9 @@ func describe(key string, e *dirEntry) DirectoryStatus {
 		default:
 			st.Discovery = SourceBoth
 		}
+	}
+	if g := e.dir.Governance(); g != nil {
+		st.Rules = g.Rules
 	}
 	return st
 }

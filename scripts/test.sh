@@ -139,7 +139,10 @@ log "timed test (no race detector): a config push served by three instances with
 go test -count=1 -timeout 5m $short -run 'TestFleetPushWithinOneSecond' ./configsource/
 log "allocation checks (no race detector)"
 go test -count=1 -timeout 5m $short -run 'TestSelectAllocatesNothing|TestInvokeAllocations' ./cluster/
+go test -count=1 -timeout 5m $short -run 'TestRouteAllocatesNothing' ./governance/
 go test -count=1 -timeout 5m $short -run 'Hostile' ./hessian/
+log "timed test (no race detector): Dubbo governance rules applied within 1 s of their write"
+go test -count=1 -timeout 5m $short -run 'TestZooKeeperGovernanceWithin1s' ./registry/zookeeper/
 log "timed load tests (no race detector): SIGTERM under load, 20 drains in a row"
 DUBBOGW_DRAIN_RUNS=20 go test -count=1 -timeout 10m $short -run 'TestSIGTERMDrainsUnderLoad' ./cmd/dubbogw/
 

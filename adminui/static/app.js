@@ -288,7 +288,12 @@ function showServices({ services: list, total, next }) {
     // (with the application), or both.
     const found = [...new Set(s.providers.map((p) => (p.app ? `${p.source} (${p.app})` : p.source || '')))]
       .filter(Boolean).join(', ');
-    row(tbody, [s.registry, s.service, s.state, [s.providers.length, 'num'], found, health]);
+    // Dubbo governance rules read for the service (config centre): a
+    // refused one (the last good one still applies) is shown with why.
+    const rules = s.rules || [];
+    const refused = rules.some((r) => r.state === 'refused');
+    const ruleText = rules.map((r) => `${r.key} ${r.state}${r.error ? `: ${r.error}` : ''}${r.ignored ? ` (not applied: ${r.ignored})` : ''}`).join('; ');
+    row(tbody, [s.registry, s.service, s.state, [s.providers.length, 'num'], found, health, [ruleText, refused ? 'bad' : '']]);
   }
   services.next = next || '';
   const first = services.back.length * pageSize();

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/config"
+	"github.com/dubbogw/dubbogw/governance"
 	"github.com/dubbogw/dubbogw/registry"
 )
 
@@ -68,6 +69,21 @@ type Config struct {
 	// Metadata bounds how application instances' metadata is fetched
 	// (their MetadataService, or remote nodes in ZooKeeper).
 	Metadata Metadata `yaml:"metadata"`
+	// Governance reads Dubbo's governance rules (configurators, tag and
+	// condition routers, as Dubbo Admin writes them) from the config
+	// centre in this ZooKeeper. Off by default: it costs watches.
+	Governance Governance `yaml:"governance"`
+}
+
+// Governance says whether and where Dubbo's governance rules are read.
+type Governance struct {
+	// Enabled turns the rules on. Default false.
+	Enabled bool `yaml:"enabled"`
+	// Root is the config centre's root, "/<namespace>/config". Default
+	// "/dubbo/config".
+	Root string `yaml:"root"`
+	// Group is the rules' group. Default "dubbo".
+	Group string `yaml:"group"`
 }
 
 // Metadata bounds the fetching of application instances' metadata.
@@ -97,6 +113,8 @@ func (c *Config) Defaults() {
 	config.SetDefault(&c.Metadata.Timeout, DefaultMetadataTimeout)
 	config.SetDefault(&c.Metadata.Concurrency, DefaultMetadataConcurrency)
 	config.SetDefault(&c.Metadata.Cache, DefaultMetadataCache)
+	config.SetDefault(&c.Governance.Root, governance.DefaultRoot)
+	config.SetDefault(&c.Governance.Group, governance.DefaultGroup)
 }
 
 // Validate reports every problem of the defaulted settings.
@@ -136,6 +154,13 @@ func (c *Config) Validate(at config.At) {
 	}
 	if c.Metadata.Cache < 1 {
 		m.Field("cache").Errorf("must be at least 1, got %d", c.Metadata.Cache)
+	}
+	g := at.Field("governance")
+	if root := strings.Trim(c.Governance.Root, "/"); !strings.HasPrefix(c.Governance.Root, "/") || root == "" || strings.Contains(root, "//") {
+		g.Field("root").Errorf("%q: want a ZooKeeper path, such as \"/dubbo/config\"", c.Governance.Root)
+	}
+	if !validNodeName(c.Governance.Group) {
+		g.Field("group").Errorf("%q: want one node name, such as \"dubbo\"", c.Governance.Group)
 	}
 }
 
@@ -177,7 +202,15 @@ func (c *Config) Build(d registry.Deps) (registry.Registry, error) {
 		MetadataTimeout:     c.Metadata.Timeout.D(),
 		MetadataConcurrency: c.Metadata.Concurrency,
 		MetadataCache:       c.Metadata.Cache,
+		Governance:          c.governance(),
 	})
+}
+
+func (c *Config) governance() *GovernanceOptions {
+	if !c.Governance.Enabled {
+		return nil
+	}
+	return &GovernanceOptions{Root: c.Governance.Root, Group: c.Governance.Group}
 }
 
 // Addrs splits an address ("h:p,h2:p", with or without "zookeeper://")

@@ -31,6 +31,10 @@ func TestConfigProblems(t *testing.T) {
 			"registries.zk.services_root", "want a ZooKeeper path"},
 		{"metadata concurrency", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    metadata: {concurrency: 5000}\n",
 			"registries.zk.metadata.concurrency", "between 1 and 1024"},
+		{"governance root", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    governance: {enabled: true, root: dubbo/config}\n",
+			"registries.zk.governance.root", "want a ZooKeeper path"},
+		{"governance group", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    governance: {enabled: true, group: a/b}\n",
+			"registries.zk.governance.group", "want one node name"},
 		{"zookeeper half auth", "registries:\n  zk:\n    type: zookeeper\n    address: 127.0.0.1:2181\n    username: u\n",
 			"registries.zk.username", "username and password go together"},
 	}
@@ -50,7 +54,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if zk.Root != "dubbo" || zk.SessionTimeout != zookeeper.DefaultSessionTimeout || !*zk.Register ||
 		zk.Application != "dubbogw" || r.ReleaseAfter != config.DefaultRegistryReleaseAfter || r.StartupWait != config.DefaultRegistryStartupWait ||
-		len(zookeeper.Addrs(zk.Address)) != 2 {
+		len(zookeeper.Addrs(zk.Address)) != 2 || zk.Governance.Enabled || zk.Governance.Root != "/dubbo/config" || zk.Governance.Group != "dubbo" {
 		t.Errorf("zookeeper defaults: %+v %+v", r, zk)
 	}
 }

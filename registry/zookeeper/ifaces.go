@@ -37,6 +37,9 @@ type ifaceState struct {
 	overrideNodes map[string]*override      // by child name; nil for one that does not apply
 	overrides     []*override               // the applicable ones, in application order
 	reweighted    map[overridden]*cluster.Provider
+	// rules are the governance rule nodes held (rules.go), by key; nil
+	// without governance.
+	rules map[string]*ruleNode
 }
 
 // dirSet is the live directories of one interface, one per service key:
@@ -137,6 +140,9 @@ type ifaces struct {
 	// bare are the interfaces the gate left without a node to read: no
 	// read of their own has them published, each listing read does.
 	bare set[*ifaceState]
+	// rules are the governance rule nodes (rules.go); nil without
+	// Options.Governance.
+	rules *ruleNodes
 }
 
 func newIfaces(z *Registry, s *session, ws *watches, a *apps, cs *consumers) *ifaces {
@@ -277,6 +283,7 @@ func (i *ifaces) drop(s *ifaceState) {
 		i.watches.unwatch(pw)
 	}
 	i.setApps(s, nil)
+	i.dropRules(s)
 	i.dirty.remove(s)
 	i.touched.remove(s)
 	i.bare.remove(s)
@@ -456,7 +463,7 @@ func (i *ifaces) settled(s *ifaceState) bool {
 			return false
 		}
 	}
-	return s.published || i.apps.settled(s.apps)
+	return (s.published || i.apps.settled(s.apps)) && i.rulesSettled(s)
 }
 
 // publish sets the directories of s whose providers changed, and those
@@ -467,13 +474,15 @@ func (i *ifaces) publish(s *ifaceState) {
 	if i.z.applicationLevel() {
 		nodes = i.mergedNodes(s)
 	}
-	var next map[overridden]*cluster.Provider // only overrides reweight (buildSnapshot)
-	if len(s.overrides) > 0 {
+	var next map[overridden]*cluster.Provider // only overrides and configurators reweight (buildSnapshot)
+	if len(s.overrides) > 0 || i.rules != nil {
 		next = make(map[overridden]*cluster.Provider, len(s.reweighted))
 	}
 	for _, d := range s.dirs {
 		key := d.Key()
-		snap := buildSnapshot(key, nodes, s.overrides, s.reweighted, next)
+		rules := i.rulesFor(s, key, nodes)
+		snap := buildSnapshot(key, nodes, s.overrides, rules, s.reweighted, next)
+		gov := rules.governance(d.Governance(), snap)
 		var origins map[string]registry.ProviderOrigin
 		var others registry.ProviderOrigin
 		if i.z.applicationLevel() {
@@ -484,9 +493,10 @@ func (i *ifaces) publish(s *ifaceState) {
 			offered = offeredKeys(key, nodes)
 		}
 		if was, wasOthers := d.Origins(); d.State() == registry.DirOK && slices.Equal(d.Providers(), snap) && maps.Equal(was, origins) && wasOthers == others &&
-			slices.Equal(d.Offered(), offered) {
+			slices.Equal(d.Offered(), offered) && gov == d.Governance() {
 			continue
 		}
+		d.SetGovernance(gov) // before the snapshot: a call never sees the new providers under the old rules
 		prev := d.Providers()
 		d.SetOffered(offered)
 		d.SetWithOrigins(snap, origins, others)

@@ -293,7 +293,7 @@ func BenchmarkProviderListUpdate(b *testing.B) {
 				s = newState()
 			}
 			interfaces.setProviders(s, listings[i%2])
-			if got := buildSnapshot(key, s.nodes, nil, nil, nil); len(got) != n {
+			if got := buildSnapshot(key, s.nodes, nil, nil, nil, nil); len(got) != n {
 				b.Fatalf("%d providers", len(got))
 			}
 		}

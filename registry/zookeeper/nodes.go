@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unique"
 
 	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/governance"
 	"github.com/dubbogw/dubbogw/registry"
 )
 
@@ -471,18 +473,21 @@ func compareMatches(a, b nodeMatch) int {
 }
 
 // overridden identifies a provider as published after overrides changed
-// its weight, so that an unchanged result keeps its *cluster.Provider.
+// its weight (or a configurator its timeout), so that an unchanged result
+// keeps its *cluster.Provider.
 type overridden struct {
-	node   *providerNode
-	weight int
+	node    *providerNode
+	weight  int
+	timeout time.Duration
 }
 
 // buildSnapshot returns key's providers among nodes (sorted by
-// sortProviderNodes) with overrides (sorted by sortOverrides) applied: one
-// per address, in address order. A provider keeps its node's
-// *cluster.Provider when no override changes it; a reweighted one is taken
-// from prev when it was built before, and recorded in next either way.
-func buildSnapshot(key registry.ServiceKey, nodes []*providerNode, overrides []*override, prev, next map[overridden]*cluster.Provider) []*cluster.Provider {
+// sortProviderNodes) with overrides (sorted by sortOverrides), then the
+// configurators of rules (nil: none), applied: one per address, in address
+// order. A provider keeps its node's *cluster.Provider when nothing
+// changes it; a reweighted one is taken from prev when it was built
+// before, and recorded in next either way.
+func buildSnapshot(key registry.ServiceKey, nodes []*providerNode, overrides []*override, rules *serviceRules, prev, next map[overridden]*cluster.Provider) []*cluster.Provider {
 	out := make([]*cluster.Provider, 0, len(nodes))
 	for _, n := range nodes {
 		if !n.matches(key) {
@@ -500,6 +505,12 @@ func buildSnapshot(key registry.ServiceKey, nodes []*providerNode, overrides []*
 				disabled = o.disabled
 			}
 		}
+		var timeout time.Duration
+		if rules != nil {
+			o := governance.Override{Weight: weight, Disabled: disabled}
+			rules.configure(key, n, &o)
+			weight, disabled, timeout = o.Weight, o.Disabled, o.Timeout
+		}
 		if disabled {
 			continue
 		}
@@ -507,12 +518,12 @@ func buildSnapshot(key registry.ServiceKey, nodes []*providerNode, overrides []*
 			continue // a second URL for an address already taken
 		}
 		p := n.provider
-		if weight != p.Weight {
-			k := overridden{n, weight}
+		if weight != p.Weight || timeout != p.Timeout {
+			k := overridden{n, weight, timeout}
 			if p = next[k]; p == nil {
 				if p = prev[k]; p == nil {
 					cp := *n.provider
-					cp.Weight = weight
+					cp.Weight, cp.Timeout = weight, timeout
 					p = &cp
 				}
 				next[k] = p

@@ -117,7 +117,7 @@ func snapshotOf(t *testing.T, key registry.ServiceKey, children, overrideChildre
 		}
 	}
 	sortOverrides(overrides)
-	return buildSnapshot(key, nodes, overrides, nil, map[overridden]*cluster.Provider{})
+	return buildSnapshot(key, nodes, overrides, nil, nil, map[overridden]*cluster.Provider{})
 }
 
 func weights(ps []*cluster.Provider) string {
@@ -228,7 +228,7 @@ func TestBuildSnapshotKeepsProviderPointers(t *testing.T) {
 	heavy, _ := parseOverrideNode(testIface, overrideChild("10.0.0.2", "weight=300"))
 
 	first := map[overridden]*cluster.Provider{}
-	a := buildSnapshot(key, nodes, []*override{same, heavy}, nil, first)
+	a := buildSnapshot(key, nodes, []*override{same, heavy}, nil, nil, first)
 	if a[0] != nodes[0].provider {
 		t.Error("an override that changes nothing copied the provider")
 	}
@@ -236,12 +236,12 @@ func TestBuildSnapshotKeepsProviderPointers(t *testing.T) {
 		t.Errorf("reweighted provider: %+v (base %+v)", a[1], nodes[1].provider)
 	}
 	second := map[overridden]*cluster.Provider{}
-	b := buildSnapshot(key, nodes, []*override{same, heavy}, first, second)
+	b := buildSnapshot(key, nodes, []*override{same, heavy}, nil, first, second)
 	if b[0] != a[0] || b[1] != a[1] {
 		t.Error("an unchanged snapshot got new providers")
 	}
 	// Two keys built in the same round share the reweighted provider.
-	b2 := buildSnapshot(registry.ServiceKey{Interface: testIface, Group: "*", Version: "*"}, nodes, []*override{heavy}, first, second)
+	b2 := buildSnapshot(registry.ServiceKey{Interface: testIface, Group: "*", Version: "*"}, nodes, []*override{heavy}, nil, first, second)
 	if b2[1] != a[1] || len(second) != 1 {
 		t.Errorf("second key: %p vs %p, %d reweighted", b2[1], a[1], len(second))
 	}

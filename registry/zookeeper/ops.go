@@ -46,7 +46,7 @@ func isConnectionError(err error) bool {
 // would be an orphan once it is dropped.
 func readOp(path string, kind int, arm bool) asyncOp {
 	var read asyncOp
-	if kind == nodeMapping || kind == nodeInstance {
+	if kind == nodeMapping || kind == nodeInstance || kind == nodeRule {
 		read = getData(path, arm)
 	} else {
 		read = getChildren(path, arm)

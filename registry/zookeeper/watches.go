@@ -16,6 +16,7 @@ const (
 	nodeInstance             // data of <services>/<app>/<instance>: one instance
 	nodeRoot                 // children of /<root>: the interfaces registered (the catalog)
 	nodeMappingRoot          // children of /<root>/mapping: the interfaces mapped to applications (the catalog)
+	nodeRule                 // data of <config root>/<group>/<key>: a governance rule (rules.go)
 )
 
 // pathWatch is one node the worker reads and watches. go-zookeeper cannot
@@ -28,7 +29,7 @@ const (
 type pathWatch struct {
 	path  string
 	kind  int
-	owner string // the interface (providers, configurators, mapping) or the application (app, instance)
+	owner string // the interface (providers, configurators, mapping), the application (app, instance) or the rule key (rule)
 	child string // the instance's node name (instance)
 	live  bool   // a state holds it: read it when needed, re-arm it when it fires
 	armed bool   // a watch is set (in the client in use and on the server)

@@ -91,6 +91,9 @@ func newWorker(z *Registry, client *zkClient) *worker {
 	w.consumers = newConsumers(z, w.session)
 	w.apps = newApps(z, w.session, w.watches, func(iface string) { w.ifaces.markDirty(iface) }, w.wakeAt)
 	w.ifaces = newIfaces(z, w.session, w.watches, w.apps, w.consumers)
+	if z.opts.Governance != nil {
+		w.ifaces.rules = newRuleNodes(z, w.watches)
+	}
 	if z.interfaceLevel() && z.applicationLevel() {
 		// Both levels: the catalog gates the subscriptions' reads
 		// (catalog.go), so it is read from the start.
@@ -262,6 +265,8 @@ func (w *worker) markFailed(pw *pathWatch) {
 	switch pw.kind {
 	case nodeApp, nodeInstance:
 		w.ifaces.touchUsers(w.apps.usersOf(pw.owner))
+	case nodeRule:
+		w.ifaces.touchRuleHolders(pw)
 	}
 }
 
@@ -428,6 +433,8 @@ func (w *worker) take(pw *pathWatch, r opResult) {
 	case nodeApp, nodeInstance:
 		w.apps.take(pw, r)
 		w.ifaces.touchUsers(w.apps.usersOf(pw.owner))
+	case nodeRule:
+		w.ifaces.takeRule(pw, r)
 	case nodeRoot, nodeMappingRoot:
 		if w.catalog != nil {
 			added := w.catalog.take(pw, r.children)
@@ -479,6 +486,7 @@ func (w *worker) publishStatus() {
 	st.MetadataInFlight = w.apps.fetching
 	st.SessionRecycles = s.recycles
 	st.Registered = w.consumers.registered()
+	st.Rules, st.RulesRefused = w.ifaces.rules.count(), w.z.rulesRefused.Load()
 	w.z.statusMu.Lock()
 	if w.z.status.State != registry.StateClosed {
 		w.z.status = st

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/dubbogw/dubbogw/cluster"
+	"github.com/dubbogw/dubbogw/governance"
 	"github.com/dubbogw/dubbogw/internal/zk"
 	"github.com/dubbogw/dubbogw/registry"
 )
@@ -86,6 +87,10 @@ type Options struct {
 	// MetadataCache bounds the metadata entries kept (per instance and
 	// revision) beyond those live instances use. Default 1024.
 	MetadataCache int
+	// Governance, when set, reads Dubbo's governance rules (configurators,
+	// tag and condition routers) from the config centre in this ZooKeeper
+	// and applies them to the directories (rules.go).
+	Governance *GovernanceOptions
 	// Redial, when set, is called (on the registry's goroutine; it must not
 	// block) with the address of each provider that appears in a
 	// directory: new, or registered anew (a restarted process), so that the
@@ -95,6 +100,16 @@ type Options struct {
 	// Logger logs connection changes, skipped URLs and failed operations.
 	// Default slog.Default().
 	Logger *slog.Logger
+}
+
+// GovernanceOptions say where Dubbo's config centre keeps its rules:
+// <Root>/<Group>/<key>.
+type GovernanceOptions struct {
+	// Root is the config centre's root, "/<namespace>/config". Default
+	// governance.DefaultRoot ("/dubbo/config").
+	Root string
+	// Group is the rules' group. Default governance.DefaultGroup ("dubbo").
+	Group string
 }
 
 // Discovery modes, Options.Discovery.
@@ -149,6 +164,7 @@ type Registry struct {
 	catalogWanted atomic.Bool
 	closed        atomic.Bool
 	skipped       atomic.Uint64
+	rulesRefused  atomic.Uint64 // governance rule nodes whose data was refused
 
 	// mu guards what the directory callbacks hand to the worker.
 	mu      sync.Mutex
@@ -245,6 +261,17 @@ func newWithHooks(opts Options, hooks zkHooks) (*Registry, error) {
 	}
 	if opts.MetadataCache <= 0 {
 		opts.MetadataCache = 1024
+	}
+	if g := opts.Governance; g != nil {
+		cp := *g
+		if cp.Root == "" {
+			cp.Root = governance.DefaultRoot
+		}
+		if cp.Group == "" {
+			cp.Group = governance.DefaultGroup
+		}
+		cp.Root = "/" + strings.Trim(cp.Root, "/")
+		opts.Governance = &cp
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	z := &Registry{

@@ -43,6 +43,7 @@ type providerConfig struct {
 	App           string // -app: the application name
 	UserVersion   string // -user-version: UserService's version
 	UserGroup     string // -user-group: UserService's group
+	Tag           string // -tag: UserService's static tag (dubbo.tag)
 	ExtraMethod   bool   // -extra-method: UserService.ping(), a new revision
 	Port          int    // -port on 127.0.0.1; 0 for a free one
 	// TLS: -tls-cert, -tls-key and -tls-ca (PEM files): the provider
@@ -117,7 +118,7 @@ func startDubboGoProvider(tb testing.TB, cfg providerConfig) *dubboGoProvider {
 		{"-registry-type", cfg.RegistryType}, {"-registry-group", cfg.RegistryGroup}, {"-metadata", cfg.Metadata},
 		{"-app", cfg.App}, {"-user-version", cfg.UserVersion}, {"-user-group", cfg.UserGroup},
 		{"-tls-cert", cfg.TLSCert}, {"-tls-key", cfg.TLSKey}, {"-tls-ca", cfg.TLSCA},
-		{"-idl-descriptor-out", cfg.IDLDescriptorOut},
+		{"-idl-descriptor-out", cfg.IDLDescriptorOut}, {"-tag", cfg.Tag},
 	} {
 		if f[1] != "" {
 			args = append(args, f[0], f[1])

@@ -111,6 +111,7 @@ type options struct {
 	tri                                     bool
 	triPort                                 int
 	idlDescriptorOut                        string
+	tag                                     string
 }
 
 func main() {
@@ -125,6 +126,7 @@ func main() {
 	flag.StringVar(&o.app, "app", appName, "application name")
 	flag.StringVar(&o.userVersion, "user-version", userServiceVersion, "UserService's version")
 	flag.StringVar(&o.userGroup, "user-group", "", "UserService's group")
+	flag.StringVar(&o.tag, "tag", "", "UserService's static tag (ServiceConfig.Tag: the dubbo.tag parameter of its URL)")
 	flag.BoolVar(&o.extraMethod, "extra-method", false, "UserService also exposes ping(), which changes the metadata revision")
 	flag.IntVar(&o.port, "port", 0, "port on 127.0.0.1 (0: a free one)")
 	flag.StringVar(&o.tlsCert, "tls-cert", "", "serve over TLS with this certificate (PEM; with -tls-key): dubbo-go's tls_config")
@@ -207,14 +209,16 @@ func run(o options) error {
 		idl = g
 		config.SetProviderServiceWithInfo(idl, info)
 	}
+	userConfig := config.NewServiceConfigBuilder().
+		SetInterface(userServiceName).
+		SetVersion(o.userVersion).
+		SetGroup(o.userGroup).
+		SetProtocolIDs(protocolIDs...).
+		SetSerialization("hessian2").
+		Build()
+	userConfig.Tag = o.tag // the builder has no setter
 	provider := config.NewProviderConfigBuilder().
-		AddService(users.Reference(), config.NewServiceConfigBuilder().
-			SetInterface(userServiceName).
-			SetVersion(o.userVersion).
-			SetGroup(o.userGroup).
-			SetProtocolIDs(protocolIDs...).
-			SetSerialization("hessian2").
-			Build()).
+		AddService(users.Reference(), userConfig).
 		AddService(greeter.Reference(), config.NewServiceConfigBuilder().
 			SetInterface(greeterServiceName).
 			SetGroup(greeterGroup).
