@@ -17,6 +17,10 @@ const (
 	// maxDynamic bounds the conditions on arguments and attachments whose
 	// outcome is part of the cache key; a router with more is not cached.
 	maxDynamic = 64
+	// maxDistinct bounds the different results kept per snapshot for
+	// interning (Route): as many as the rules can make, which no client
+	// chooses.
+	maxDistinct = 64
 	// cachedSnapshots is how many snapshots results are kept for: the
 	// registry's current one and the previous (calls still on it), and the
 	// protocol subsets routes of different protocols hand.
@@ -41,12 +45,28 @@ type Router struct {
 	next   int // the entry a new snapshot takes (under mu)
 }
 
-// routeCache holds the results for one snapshot. Its map is replaced,
-// never changed, once stored: readers load it without a lock.
+// routeCache holds the results for one snapshot. It is replaced, never
+// changed, once stored: readers load it without a lock.
 type routeCache struct {
 	snap []*cluster.Provider // kept, so its identity cannot be reused
 	m    map[routeKey][]*cluster.Provider
+	// known are the tags that can choose providers of snap: the tag
+	// rule's names and the providers' static tags. Every other tag routes
+	// as any unknown tag does (its providers: none; then force decides),
+	// so all share one key: a client sending a new tag at each request
+	// fills no cache entry.
+	known map[string]bool
+	// distinct are the different results computed for snap, each once:
+	// a result equal to one of them is that slice, so the cluster's
+	// per-snapshot caches (views, rings, breakers) see as many subsets as
+	// the rules make, whatever the number of keys, and even for results
+	// computed past the cache's bound.
+	distinct [][]*cluster.Provider
 }
+
+// unknownTag is the key of every tag not in routeCache.known: no real tag
+// holds a NUL byte.
+const unknownTag = "\x00unknown"
 
 type routeKey struct {
 	method, tag string
@@ -80,32 +100,35 @@ func (r *Router) Empty() bool {
 }
 
 // Route returns the providers of ps the request may go to: ps itself
-// when the rules leave every one, else a slice cached for the snapshot ps
-// (and the method, the tag and the outcome of the conditions on arguments
-// and attachments), empty when the rules leave none. ps must be a
-// registry snapshot, never mutated.
+// when the rules leave every one, else a slice kept for the snapshot ps
+// (one per distinct result: the same providers are the same slice), empty
+// when the rules leave none. ps must be a registry snapshot, never
+// mutated.
 func (r *Router) Route(ps []*cluster.Provider, req *Request) []*cluster.Provider {
 	if r == nil || len(ps) == 0 {
 		return ps
 	}
+	c := r.cacheOf(ps)
+	if c == nil {
+		c = r.newCache(ps)
+	}
+	if !r.cached {
+		return r.intern(ps, nil, r.route(ps, req, 0))
+	}
 	var dyn uint64
-	if r.cached {
-		for j, i := range r.dynamic {
-			if r.conds[i].matchesWhen(&r.consumer, req) {
-				dyn |= 1 << j
-			}
+	for j, i := range r.dynamic {
+		if r.conds[i].matchesWhen(&r.consumer, req) {
+			dyn |= 1 << j
 		}
-		key := routeKey{method: req.Method, tag: req.Tag, dyn: dyn}
-		if c := r.cacheOf(ps); c != nil {
-			if out, ok := c.m[key]; ok {
-				return out
-			}
-		}
-		out := r.route(ps, req, dyn)
-		r.store(ps, key, out)
+	}
+	key := routeKey{method: req.Method, tag: req.Tag, dyn: dyn}
+	if key.tag != "" && !c.known[key.tag] {
+		key.tag = unknownTag
+	}
+	if out, ok := c.m[key]; ok {
 		return out
 	}
-	return r.route(ps, req, 0)
+	return r.intern(ps, &key, r.route(ps, req, dyn))
 }
 
 func sameSnapshot(a, b []*cluster.Provider) bool {
@@ -122,29 +145,76 @@ func (r *Router) cacheOf(ps []*cluster.Provider) *routeCache {
 	return nil
 }
 
-// store caches out for ps and key; a new snapshot takes the entry of the
-// oldest one.
-func (r *Router) store(ps []*cluster.Provider, key routeKey, out []*cluster.Provider) {
+// newCache makes the cache of a new snapshot ps in the entry of the
+// oldest one (or returns the one another call just made).
+func (r *Router) newCache(ps []*cluster.Provider) *routeCache {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i := range r.caches {
-		c := r.caches[i].Load()
-		if c == nil || !sameSnapshot(c.snap, ps) {
-			continue
-		}
-		if len(c.m) >= maxCached {
-			return
-		}
-		m := make(map[routeKey][]*cluster.Provider, len(c.m)+1)
-		for k, v := range c.m {
-			m[k] = v
-		}
-		m[key] = out
-		r.caches[i].Store(&routeCache{snap: ps, m: m})
-		return
+	if c := r.cacheOf(ps); c != nil {
+		return c
 	}
-	r.caches[r.next].Store(&routeCache{snap: ps, m: map[routeKey][]*cluster.Provider{key: out}})
+	c := &routeCache{snap: ps, m: map[routeKey][]*cluster.Provider{}, known: map[string]bool{}}
+	if r.tag != nil && r.tag.Enabled {
+		for _, t := range r.tag.Tags {
+			c.known[t.Name] = true
+		}
+	}
+	for _, p := range ps {
+		if t := staticTag(p); t != "" {
+			c.known[t] = true
+		}
+	}
+	r.caches[r.next].Store(c)
 	r.next = (r.next + 1) % cachedSnapshots
+	return c
+}
+
+// intern returns the slice kept for snapshot ps with the providers of
+// out (out itself, kept, when it is a new result), caching it under key
+// when key is set and the cache has room.
+func (r *Router) intern(ps []*cluster.Provider, key *routeKey, out []*cluster.Provider) []*cluster.Provider {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var c *routeCache
+	var at int
+	for i := range r.caches {
+		if e := r.caches[i].Load(); e != nil && sameSnapshot(e.snap, ps) {
+			c, at = e, i
+			break
+		}
+	}
+	if c == nil {
+		return out // the snapshot's cache was just replaced: a call on an old snapshot
+	}
+	found := false
+	if !sameSnapshot(out, ps) {
+		for _, d := range c.distinct {
+			if slices.Equal(d, out) {
+				out, found = d, true
+				break
+			}
+		}
+	}
+	addDistinct := !found && !sameSnapshot(out, ps) && len(c.distinct) < maxDistinct
+	addKey := key != nil && len(c.m) < maxCached
+	if !addDistinct && !addKey {
+		return out
+	}
+	next := &routeCache{snap: c.snap, m: c.m, known: c.known, distinct: c.distinct}
+	if addDistinct {
+		next.distinct = append(slices.Clip(c.distinct), out)
+	}
+	if addKey {
+		if _, ok := c.m[*key]; !ok {
+			next.m = make(map[routeKey][]*cluster.Provider, len(c.m)+1)
+			for k, v := range c.m {
+				next.m[k] = v
+			}
+			next.m[*key] = out
+		}
+	}
+	r.caches[at].Store(next)
+	return out
 }
 
 // route computes the providers of ps for req; dyn holds the outcome of the

@@ -165,19 +165,63 @@ func TestRouteAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestRouteCacheBounded: distinct tags beyond the cache's bound are
-// routed correctly without growing it.
+// TestRouteCacheBounded: distinct keys beyond the cache's bound (a
+// pass-through client naming a new method at each call) are routed
+// correctly without growing it, and every equal result is the same slice,
+// so the cluster's per-snapshot caches are not rebuilt at each call.
 func TestRouteCacheBounded(t *testing.T) {
 	ps := fleet(t)
-	r := NewRouter(Consumer{}, nil)
+	r := NewRouter(Consumer{}, nil, mustRule(t, "I::.condition-router", "conditions: [\"method != zzz => port = 20880\"]").Condition)
+	var first []*cluster.Provider
 	for i := range 3 * maxCached {
-		got := r.Route(ps, &Request{Method: "a", Tag: fmt.Sprint("t", i)})
-		if len(got) != 4 {
-			t.Fatalf("tag %d: %v", i, addrs(got))
+		got := r.Route(ps, &Request{Method: fmt.Sprint("m", i)})
+		if len(got) != 3 {
+			t.Fatalf("method %d: %v", i, addrs(got))
+		}
+		if first == nil {
+			first = got
+		}
+		if &got[0] != &first[0] {
+			t.Fatalf("method %d: an equal result is a new slice", i)
 		}
 	}
 	if n := len(r.cacheOf(ps).m); n != maxCached {
 		t.Fatalf("cache holds %d entries, want %d", n, maxCached)
+	}
+}
+
+// TestRouteUnknownTagsShareOneEntry: the attack of a client sending a new
+// tag at each request (X-Dubbo-Tag is a client's header). Every unknown
+// tag routes as one (to the untagged providers, force being false), under
+// one cache entry, so the cache keeps room for the tags that exist and
+// the cluster sees one subset.
+func TestRouteUnknownTagsShareOneEntry(t *testing.T) {
+	ps := fleet(t)
+	r := NewRouter(Consumer{}, mustRule(t, "shop.tag-router", "tags:\n  - name: canary\n    addresses: [\"10.0.0.3:20880\"]\n").TagRouter)
+	var first []*cluster.Provider
+	for i := range 3 * maxCached {
+		got := r.Route(ps, &Request{Method: "a", Tag: fmt.Sprint("t", i)})
+		if want := []string{"10.0.0.1:20880", "10.0.0.4:20881", "10.0.0.5:20880"}; !slices.Equal(addrs(got), want) {
+			t.Fatalf("unknown tag %d: %v, want %v", i, addrs(got), want)
+		}
+		if first == nil {
+			first = got
+		}
+		if &got[0] != &first[0] {
+			t.Fatalf("unknown tag %d: an equal result is a new slice", i)
+		}
+	}
+	if n := len(r.cacheOf(ps).m); n != 1 {
+		t.Fatalf("cache holds %d entries after %d unknown tags, want 1", n, 3*maxCached)
+	}
+	for _, tag := range []string{"canary", "gray"} { // the rule's and a static one: still cached
+		got := r.Route(ps, &Request{Method: "a", Tag: tag})
+		if again := r.Route(ps, &Request{Method: "a", Tag: tag}); len(got) != 1 || &again[0] != &got[0] {
+			t.Fatalf("tag %s: %v, then %v", tag, addrs(got), addrs(again))
+		}
+	}
+	if n := len(r.cacheOf(ps).m); n != 3 {
+		t.Fatalf("cache holds %d entries, want 3", n)
 	}
 }
 
