@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -524,9 +525,17 @@ func (g *Gateway) sourceView() any {
 
 func (g *Gateway) adminReload(w http.ResponseWriter, r *http.Request) {
 	if err := g.Reload(r.Context()); err != nil {
-		writeJSON(w, r, http.StatusBadRequest, map[string]any{"error": map[string]any{
-			"code":    "CONFIG_INVALID",
-			"message": "configuration refused; the previous one keeps serving: " + err.Error(),
+		// Nothing read (a file missing, ZooKeeper out of reach) is the
+		// source's trouble, worth a retry: 503. What was read and refused
+		// is the configuration's: 400.
+		status, code, what := http.StatusBadRequest, "CONFIG_INVALID", "configuration refused"
+		if _, unread := errors.AsType[*config.ReadError](err); unread {
+			status, code, what = http.StatusServiceUnavailable, "CONFIG_UNREADABLE", "configuration could not be read"
+			w.Header().Set("Retry-After", "1")
+		}
+		writeJSON(w, r, status, map[string]any{"error": map[string]any{
+			"code":    code,
+			"message": what + "; the previous one keeps serving: " + err.Error(),
 		}})
 		return
 	}

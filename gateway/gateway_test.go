@@ -678,8 +678,9 @@ routes:
 	if err := os.Remove(tg.path); err != nil {
 		t.Fatal(err)
 	}
-	if err := tg.Reload(context.Background()); err == nil {
-		t.Errorf("Reload of a missing file returned nil")
+	r = do(t, "POST", tg.admin+"/admin/reload", nil)
+	if r.status != 503 || !strings.Contains(r.body, "CONFIG_UNREADABLE") {
+		t.Errorf("reload of a missing file: %d %s, want 503 CONFIG_UNREADABLE", r.status, r.body)
 	}
 	if n := testenv.MetricValue(t, tg.registry, "dubbogw_config_reloads_total", map[string]string{"result": "failure"}); n != 1 {
 		t.Errorf("failures: %v, want 1", n)
