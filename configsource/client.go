@@ -63,12 +63,12 @@ func dial(loc Location, timeout time.Duration, log *slog.Logger) (*client, error
 	}
 	c := &client{loc: loc, timeout: timeout, log: log, wake: make(chan struct{}, 1)}
 	conn, events, err := zk.Connect(loc.Addrs, sessionTimeout,
-		zk.WithHostProvider(&hostList{}),
+		zk.WithHostProvider(&zk.UnresolvedHosts{}),
 		zk.WithDialer(net.DialTimeout),
 		zk.WithEventCallback(c.onEvent),
 		zk.WithoutWatchChannels(), // events come from the callback
 		zk.WithMaxBufferSize(MaxReadBytes+64<<10),
-		zk.WithLogger(zkLogger{log}),
+		zk.WithLogger(zk.SlogLogger{Log: log}),
 		zk.WithLogInfo(false))
 	if err != nil {
 		return nil, fmt.Errorf("starting the ZooKeeper client for %s: %w", loc, err)
@@ -188,55 +188,5 @@ func (c *client) close() {
 	case <-done:
 	case <-time.After(c.timeout):
 		c.log.Warn("ZooKeeper client still running after close", "location", c.loc.String(), "waited", c.timeout)
-	}
-}
-
-// hostList hands the servers to the client in turn without resolving
-// them up front (registry/zookeeper does the same): names are resolved at
-// each dial, so a source whose ZooKeeper name does not resolve yet
-// connects once it does.
-type hostList struct {
-	mu      sync.Mutex
-	hosts   []string
-	current int
-	last    int
-}
-
-func (h *hostList) Init(servers []string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.hosts, h.current, h.last = servers, -1, -1
-	return nil
-}
-
-func (h *hostList) Len() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.hosts)
-}
-
-func (h *hostList) Next() (server string, retryStart bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.current = (h.current + 1) % len(h.hosts)
-	retryStart = h.current == h.last
-	if h.last == -1 {
-		h.last = 0
-	}
-	return h.hosts[h.current], retryStart
-}
-
-func (h *hostList) Connected() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.last = h.current
-}
-
-// zkLogger sends go-zookeeper's own log lines to slog at debug level.
-type zkLogger struct{ log *slog.Logger }
-
-func (l zkLogger) Printf(format string, args ...any) {
-	if l.log.Enabled(context.Background(), slog.LevelDebug) {
-		l.log.Debug(fmt.Sprintf(format, args...), "source", "go-zookeeper")
 	}
 }

@@ -26,7 +26,7 @@ func testNode(t *testing.T, addr string) Location {
 }
 
 func deleteTree(t *testing.T, addr, root string) {
-	conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(zkLogger{slog.New(slog.DiscardHandler)}), zk.WithLogInfo(false))
+	conn, _, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(zk.SlogLogger{Log: slog.New(slog.DiscardHandler)}), zk.WithLogInfo(false))
 	if err != nil {
 		return
 	}

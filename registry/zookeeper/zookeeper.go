@@ -309,7 +309,7 @@ func newWithHooks(opts Options, hooks zkHooks) (*Registry, error) {
 func (z *Registry) connect() (*zkClient, error) {
 	c := &zkClient{}
 	conn, events, err := zk.Connect(z.opts.Addrs, z.opts.SessionTimeout,
-		zk.WithHostProvider(&hostList{}),
+		zk.WithHostProvider(&zk.UnresolvedHosts{}),
 		zk.WithDialer(z.dial),
 		zk.WithEventCallback(func(ev zk.Event) {
 			c.onEvent(ev)
@@ -320,7 +320,7 @@ func (z *Registry) connect() (*zkClient, error) {
 		// send queue is full: it holds every operation the worker may
 		// have in flight, and the few it waits for.
 		zk.WithSendQueueSize(2*maxInFlight),
-		zk.WithLogger(zkLogger{z.log}),
+		zk.WithLogger(zk.SlogLogger{Log: z.log}),
 		zk.WithLogInfo(false))
 	if err != nil {
 		return nil, fmt.Errorf("starting the ZooKeeper client: %w", err)
@@ -475,57 +475,4 @@ func (z *Registry) dial(network, addr string, timeout time.Duration) (net.Conn, 
 		z.localHost.Store(&host)
 	}
 	return c, nil
-}
-
-// hostList hands the configured addresses to the client in turn, as
-// go-zookeeper's DNSHostProvider does, but without resolving them up front:
-// names are resolved at each dial, so a registry whose ZooKeeper name does
-// not resolve yet still starts and connects once it does.
-type hostList struct {
-	mu      sync.Mutex
-	hosts   []string
-	current int
-	last    int // the host of the last successful connection
-}
-
-func (h *hostList) Init(servers []string) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.hosts, h.current, h.last = servers, -1, -1
-	return nil
-}
-
-func (h *hostList) Len() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.hosts)
-}
-
-// Next returns the next host; retryStart is true when every host has been
-// tried since the last successful connection (the client then pauses).
-func (h *hostList) Next() (server string, retryStart bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.current = (h.current + 1) % len(h.hosts)
-	retryStart = h.current == h.last
-	if h.last == -1 {
-		h.last = 0
-	}
-	return h.hosts[h.current], retryStart
-}
-
-func (h *hostList) Connected() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.last = h.current
-}
-
-// zkLogger sends go-zookeeper's own log lines to slog at debug level:
-// connection changes the registry logs itself, with context, at info.
-type zkLogger struct{ log *slog.Logger }
-
-func (l zkLogger) Printf(format string, args ...any) {
-	if l.log.Enabled(context.Background(), slog.LevelDebug) {
-		l.log.Debug(fmt.Sprintf(format, args...), "source", "go-zookeeper")
-	}
 }
