@@ -101,6 +101,24 @@ routes:
   - name: orders_v1
     match: {prefix: /orders, host: api.example.com}
     upstream: orders
+  - name: orders_canary
+    match:
+      prefix: /orders
+      host: api.example.com
+      headers: [{name: X-Env, exact: canary}, {name: X-Build, regex: "v[0-9]+"}]
+      query: [{name: beta, present: true}]
+      cookies: [{name: group, prefix: b}]
+      weight: 10
+    upstream: orders
+  - name: orders_stable
+    match:
+      prefix: /orders
+      host: api.example.com
+      headers: [{name: X-Env, exact: canary}, {name: X-Build, regex: "v[0-9]+"}]
+      query: [{name: beta, present: true}]
+      cookies: [{name: group, prefix: b}]
+      weight: 90
+    upstream: orders
   - name: user-dubbo
     match: {methods: [GET], path: "/api/users/{id}"}
     dubbo:
@@ -125,6 +143,8 @@ routes:
       types:
         com.example.demo.Filter: {since: java.util.Date}
       attachments: {app: web}
+      attachments_from: {X-Region: region}
+      tag_header: X-Env-Tag
       result: {keep_class: true, long_as_number: true, big_as_number: true}
       exception_status: 502
       breaker: {enabled: true, max_failures: 3, failure_ratio: 0.25, window: 5s, min_requests: 10, open_for: 2s, half_open_probes: 2}
@@ -133,6 +153,7 @@ routes:
     dubbo:
       registry: local
       passthrough: {allow: [com.example.demo.*, org.acme.OrderService]}
+      tag: gray
 registries:
   local:
     type: static
@@ -154,6 +175,7 @@ registries:
     discovery: application
     services_root: /g/services
     metadata: {timeout: 1s, concurrency: 2}
+    governance: {enabled: true, root: /gov/config, group: edge-rules}
 dubbo:
   references: {max: 64, idle_ttl: 1m, new_per_second: 20, max_subscriptions: 500}
   conns_per_addr: 2
@@ -263,11 +285,36 @@ func TestParseFullConfig(t *testing.T) {
 				MaxBodyBytes: 1000 * 1000,          // from server.max_body_bytes
 			},
 			{
+				Name: "orders_canary",
+				Match: config.Match{Host: "api.example.com", Prefix: "/orders",
+					Headers: []config.ValueMatch{{Name: "X-Env", Exact: ptr("canary")}, {Name: "X-Build", Regex: "v[0-9]+"}},
+					Query:   []config.ValueMatch{{Name: "beta", Present: true}},
+					Cookies: []config.ValueMatch{{Name: "group", Prefix: "b"}},
+					Weight:  ptr(10)},
+				Kind:         "upstream",
+				Spec:         &proxy.Route{Upstream: "orders", Upgrades: proxy.DefaultUpgrades()},
+				Timeout:      proxy.DefaultTimeout,
+				MaxBodyBytes: 1000 * 1000,
+			},
+			{
+				Name: "orders_stable",
+				Match: config.Match{Host: "api.example.com", Prefix: "/orders",
+					Headers: []config.ValueMatch{{Name: "X-Env", Exact: ptr("canary")}, {Name: "X-Build", Regex: "v[0-9]+"}},
+					Query:   []config.ValueMatch{{Name: "beta", Present: true}},
+					Cookies: []config.ValueMatch{{Name: "group", Prefix: "b"}},
+					Weight:  ptr(90)},
+				Kind:         "upstream",
+				Spec:         &proxy.Route{Upstream: "orders", Upgrades: proxy.DefaultUpgrades()},
+				Timeout:      proxy.DefaultTimeout,
+				MaxBodyBytes: 1000 * 1000,
+			},
+			{
 				Name:  "user-dubbo",
 				Match: config.Match{Methods: []string{"GET"}, Path: "/api/users/{id}"},
 				Kind:  "dubbo",
 				Spec: &dubboroute.Route{Dubbo: dubboroute.Config{
-					Registry: "local", Interface: "com.example.demo.UserService", Version: "1.0.0", Group: "g1", Method: "getUser",
+					TagHeader: ptr("X-Env-Tag"),
+					Registry:  "local", Interface: "com.example.demo.UserService", Version: "1.0.0", Group: "g1", Method: "getUser",
 					Protocol: dubboroute.ProtocolAuto, Generic: ptr(false), Timeout: D(500 * time.Millisecond), Cluster: "failfast", Retries: ptr(0),
 					Idempotent: ptr(false), LoadBalance: "consistenthash", HashArguments: []int{0},
 					Params: []dubboroute.Param{
@@ -279,6 +326,7 @@ func TestParseFullConfig(t *testing.T) {
 					},
 					Types:           map[string]map[string]string{"com.example.demo.Filter": {"since": "java.util.Date"}},
 					Attachments:     map[string]string{"app": "web"},
+					AttachmentsFrom: map[string]string{"X-Region": "region"},
 					Result:          dubboroute.Result{KeepClass: true, LongAsNumber: true, BigAsNumber: true},
 					ExceptionStatus: 502, MaxBodyBytesInFlight: dubboroute.DefaultDubboBodyBudget,
 					Breaker: dubboroute.Breaker{Enabled: ptr(true), MaxFailures: 3, FailureRatio: ptr(0.25), Window: D(5 * time.Second),
@@ -292,6 +340,7 @@ func TestParseFullConfig(t *testing.T) {
 				Match: config.Match{Methods: []string{"POST"}, Path: "/dubbo/{interface}/{method}"},
 				Kind:  "dubbo",
 				Spec: &dubboroute.Route{Dubbo: dubboroute.Config{
+					Tag: "gray", TagHeader: ptr(dubboroute.DefaultTagHeader),
 					Registry: "local", Passthrough: &dubboroute.Passthrough{Allow: []string{"com.example.demo.*", "org.acme.OrderService"}},
 					Protocol: dubboroute.ProtocolAuto, Generic: ptr(true), Timeout: dubboroute.DefaultDubboTimeout, Cluster: dubboroute.DefaultDubboCluster, Retries: ptr(dubboroute.DefaultDubboRetries),
 					Idempotent: ptr(false), LoadBalance: dubboroute.DefaultDubboLoadBalance, HashArguments: []int{0},
@@ -312,7 +361,8 @@ func TestParseFullConfig(t *testing.T) {
 				SessionTimeout: D(10 * time.Second), Timeout: D(2 * time.Second), Register: ptr(false),
 				Application: "edge", Username: "gw", Password: "secret", WatchGC: D(5 * time.Minute),
 				Discovery: "application", ServicesRoot: "/g/services",
-				Metadata: zookeeper.Metadata{Timeout: D(time.Second), Concurrency: 2, Cache: zookeeper.DefaultMetadataCache}},
+				Metadata:   zookeeper.Metadata{Timeout: D(time.Second), Concurrency: 2, Cache: zookeeper.DefaultMetadataCache},
+				Governance: zookeeper.Governance{Enabled: true, Root: "/gov/config", Group: "edge-rules"}},
 				ReleaseAfter: D(time.Minute), StartupWait: D(500 * time.Millisecond)},
 		},
 		Demo: config.Demo{HTTP: "127.0.0.1:18081", Dubbo: "127.0.0.1:20880"},
