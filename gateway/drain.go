@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
@@ -42,20 +43,30 @@ func (s *connStates) track(c net.Conn, state http.ConnState) {
 		return
 	case http.StateNew:
 		m := &connMark{}
-		if lc, ok := c.(*limitedConn); ok {
+		if lc := limitedOf(c); lc != nil {
 			m = &lc.mark
 		}
 		m.set(state, time.Now())
 		s.conns.Store(c, m)
 		return
 	}
-	if lc, ok := c.(*limitedConn); ok {
+	if lc := limitedOf(c); lc != nil {
 		lc.mark.set(state, time.Now())
 		return
 	}
 	if v, ok := s.conns.Load(c); ok {
 		v.(*connMark).set(state, time.Now())
 	}
+}
+
+// limitedOf is the limiting listener's connection c is or wraps (the TLS
+// listener's connections are *tls.Conn over one), nil when none.
+func limitedOf(c net.Conn) *limitedConn {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	lc, _ := c.(*limitedConn)
+	return lc
 }
 
 // settling says how long until no keep-alive connection is both idle and

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -81,5 +82,30 @@ routes:
 				t.Errorf("Shutdown: %v", err)
 			}
 		})
+	}
+}
+
+// TestTrackMarksTLSConnectionsInPlace: the TLS listener's connections are
+// *tls.Conn over the limiting listener's; their state changes (two per
+// request) go to the limited connection's own mark, as plain ones do,
+// not through a map lookup keyed by the TLS connection.
+func TestTrackMarksTLSConnectionsInPlace(t *testing.T) {
+	raw, peer := net.Pipe()
+	defer raw.Close()
+	defer peer.Close()
+	lc := &limitedConn{Conn: raw}
+	tc := tls.Server(lc, &tls.Config{})
+	var s connStates
+	s.track(tc, http.StateNew)
+	if v, ok := s.conns.Load(tc); !ok || v.(*connMark) != &lc.mark {
+		t.Fatalf("a TLS connection's mark is %v (found %v), want its limited connection's", v, ok)
+	}
+	s.track(tc, http.StateActive)
+	if got := http.ConnState(lc.mark.state.Load()); got != http.StateActive {
+		t.Fatalf("state after StateActive: %v", got)
+	}
+	s.track(tc, http.StateClosed)
+	if _, ok := s.conns.Load(tc); ok {
+		t.Fatal("a closed TLS connection is still tracked")
 	}
 }
