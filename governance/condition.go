@@ -230,17 +230,25 @@ func newMatch(key string, when bool) (match, error) {
 		}
 		return m, nil
 	}
+	m.src = providerSource(key)
+	return m, nil
+}
+
+// providerSource is where a then side's (or a tag match's) key is read
+// from a provider: its host, port, address or protocol, else its URL
+// parameter of that name.
+func providerSource(key string) source {
 	switch key {
 	case "host":
-		m.src = srcHost
+		return srcHost
 	case "port":
-		m.src = srcPort
+		return srcPort
 	case "address":
-		m.src = srcAddress
+		return srcAddress
 	case "protocol":
-		m.src = srcProtocol
+		return srcProtocol
 	}
-	return m, nil
+	return srcParam
 }
 
 // Consumer is the gateway as a Dubbo consumer of one service: what the

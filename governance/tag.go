@@ -136,17 +136,7 @@ func (m *ParamMatch) matches(value string) bool {
 // providerParam is what a tag's match reads of p: its URL parameter, or
 // its host, port, address or protocol.
 func providerParam(p *cluster.Provider, key string) string {
-	m := match{src: srcParam, name: key}
-	switch key {
-	case "host":
-		m.src = srcHost
-	case "port":
-		m.src = srcPort
-	case "address":
-		m.src = srcAddress
-	case "protocol":
-		m.src = srcProtocol
-	}
+	m := match{src: providerSource(key), name: key}
 	v, _ := m.thenValue(p)
 	return v
 }
