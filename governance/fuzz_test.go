@@ -12,7 +12,7 @@ import (
 func FuzzCondition(f *testing.F) {
 	for _, s := range []string{
 		"method = find* & arguments[0] = vip => host != 10.0.0.1,10.0.0.2",
-		"=> address = *:20880", "application = app1 =>", "host = $host", "method == x", "a = b c", ", a",
+		"=> address = *:20880", "application = app1 =>", "host = $host", "method == x", "a = b c", ", a", "0\v=0",
 		"attachments[zone] != a & attachments[zone] = b* => region = hz & provider.region != x",
 	} {
 		f.Add(s)
