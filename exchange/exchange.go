@@ -91,6 +91,23 @@ func (c *InfoContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
+// AfterFunc arranges for f to run once c ends, as context.AfterFunc
+// does, through the parent's own AfterFunc when it has one (the loop
+// engine's request context, which runs it without the context and the
+// children map context.AfterFunc would make). context.AfterFunc, and
+// every context derived from c, call it when the parent is not one of
+// package context's own.
+func (c *InfoContext) AfterFunc(f func()) (stop func() bool) { return AfterFunc(c.Context, f) }
+
+// AfterFunc is context.AfterFunc, through ctx's own AfterFunc method
+// when it has one.
+func AfterFunc(ctx context.Context, f func()) (stop func() bool) {
+	if a, ok := ctx.(interface{ AfterFunc(func()) func() bool }); ok {
+		return a.AfterFunc(f)
+	}
+	return context.AfterFunc(ctx, f)
+}
+
 // From returns the request's Info, or nil when the context carries none.
 func From(ctx context.Context) *Info {
 	info, _ := ctx.Value(ctxKey{}).(*Info)

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dubbogw/dubbogw/exchange"
 	"github.com/dubbogw/dubbogw/internal/h1"
 )
 
@@ -250,7 +251,7 @@ func (t *directTransport) exchange(ctx context.Context, c *directConn, req *http
 	if d, ok := ctx.(*deadlineCtx); ok {
 		watched = d.parent
 	}
-	stop := context.AfterFunc(watched, c.interrupt)
+	stop := exchange.AfterFunc(watched, c.interrupt)
 	fail := func(err error) (*http.Response, bool, error) {
 		stop()
 		t.discard(c)

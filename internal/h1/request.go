@@ -3,7 +3,6 @@ package h1
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -83,9 +82,10 @@ func (c *conn) serveOne(w *response, n int) (keep bool) {
 	}
 	body.continueOK = continueOK
 
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	c.cr.setCancel(cancel)
+	ctx := &w.ctx
+	ctx.init(c.ctx)
+	defer ctx.cancel()
+	c.cr.setCancel(ctx)
 	defer c.cr.setCancel(nil)
 	*req = *req.WithContext(ctx) // inlined: the copy stays on the stack
 	rq := req

@@ -27,6 +27,7 @@ type response struct {
 	values     []string     // backs the request header's values
 	valueArray [16]string   // values' backing for up to 16 fields: no allocation of its own
 	body       requestBody
+	ctx        requestCtx // the request's context
 
 	header        http.Header
 	status        int  // the final status; 0 until WriteHeader

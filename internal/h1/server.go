@@ -828,9 +828,9 @@ type connReader struct {
 	aborted bool
 	hasByte bool
 	byteBuf [1]byte
-	cancel  context.CancelFunc // the current request's
-	armed   bool               // the watch may start (between arm and disarm)
-	timer   *time.Timer        // starts the watch; made on first use
+	cancel  *requestCtx // the current request's context, to cancel
+	armed   bool        // the watch may start (between arm and disarm)
+	timer   *time.Timer // starts the watch; made on first use
 }
 
 // watchAfter is how long a handler runs before its connection is
@@ -883,7 +883,7 @@ func (cr *connReader) Read(p []byte) (int, error) {
 	cr.mu.Lock()
 	cr.inRead = false
 	if err != nil && cr.cancel != nil {
-		cr.cancel() // the client left, or its read failed: the request ends
+		cr.cancel.cancel() // the client left, or its read failed: the request ends
 	}
 	cr.mu.Unlock()
 	cr.cond.Broadcast()
@@ -914,7 +914,7 @@ func (cr *connReader) backgroundRead() {
 	if errors.As(err, &ne) && cr.aborted && ne.Timeout() {
 		// Ended by abortPendingRead: not an error.
 	} else if err != nil && cr.cancel != nil {
-		cr.cancel()
+		cr.cancel.cancel()
 	}
 	cr.aborted, cr.inRead = false, false
 	cr.mu.Unlock()
@@ -939,7 +939,7 @@ func (cr *connReader) abortPendingRead() {
 	_ = cr.c.rwc.SetReadDeadline(time.Time{})
 }
 
-func (cr *connReader) setCancel(cancel context.CancelFunc) {
+func (cr *connReader) setCancel(cancel *requestCtx) {
 	cr.mu.Lock()
 	cr.cancel = cancel
 	cr.mu.Unlock()
