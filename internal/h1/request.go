@@ -25,9 +25,6 @@ func (c *conn) serveOne(w *response, n int) (keep bool) {
 	}
 	c.big = c.big[:0]
 	sub := func(b []byte) string { return substr(str, h.buf, b) }
-	if s.ReadHeaderTimeout > 0 {
-		_ = c.rwc.SetReadDeadline(time.Time{})
-	}
 	if s.WriteTimeout > 0 {
 		_ = c.rwc.SetWriteDeadline(time.Now().Add(s.WriteTimeout))
 	}
@@ -81,6 +78,13 @@ func (c *conn) serveOne(w *response, n int) (keep bool) {
 		req.Body = http.NoBody
 	}
 	body.continueOK = continueOK
+	if s.ReadHeaderTimeout > 0 && body.kind != bodyNone {
+		// The head's deadline is not the body's: the handler sets that.
+		// Without a body nothing more is read before the next head, and
+		// a deadline set for this one is left (awaitRequest sets the
+		// next; the client watch clears it before it reads).
+		_ = c.rwc.SetReadDeadline(time.Time{})
+	}
 
 	ctx := &w.ctx
 	ctx.init(c.ctx)

@@ -494,6 +494,13 @@ func (c *conn) awaitRequest() bool {
 			return false
 		}
 	}
+	if c.headBuffered() {
+		// The whole head is read already: reading it needs no deadline,
+		// and the idle one stays until serveOne sets the body's (or
+		// none: a request without a body reads nothing more). One timer
+		// update per request, not three.
+		return true
+	}
 	if s.ReadHeaderTimeout > 0 {
 		_ = c.rwc.SetReadDeadline(time.Now().Add(s.ReadHeaderTimeout))
 	} else {

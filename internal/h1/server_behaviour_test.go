@@ -454,3 +454,43 @@ func withConnTrace(t *testing.T, url string, reused *int) *http.Request {
 	}
 	return req
 }
+
+// TestSlowHandlerOutlivesHeadDeadline: the deadline that bounds reading a
+// head does not bound the handler of a request without a body, though
+// the loop leaves it set (a request without a body reads nothing more):
+// a handler running six times the header timeout, for a first request
+// and for a pipelined one whose head was read with the first, keeps its
+// context and answers.
+func TestSlowHandlerOutlivesHeadDeadline(t *testing.T) {
+	const timeout = 50 * time.Millisecond
+	errs := make(chan error, 2)
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(6 * timeout)
+		errs <- r.Context().Err()
+		_, _ = io.WriteString(w, r.URL.Path)
+	}), ReadHeaderTimeout: timeout, IdleTimeout: timeout}
+	addr := startLoop(t, s)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, "GET /1 HTTP/1.1\r\nHost: a\r\n\r\nGET /2 HTTP/1.1\r\nHost: a\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	for _, want := range []string{"/1", "/2"} {
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("reading the answer to %s: %v", want, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != 200 || string(body) != want {
+			t.Fatalf("%s: %d %q", want, res.StatusCode, body)
+		}
+		if err := <-errs; err != nil {
+			t.Fatalf("%s: the request's context ended while its client waited: %v", want, err)
+		}
+	}
+}
