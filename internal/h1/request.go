@@ -89,8 +89,8 @@ func (c *conn) serveOne(w *response, n int) (keep bool) {
 	ctx := &w.ctx
 	ctx.init(c.ctx)
 	defer ctx.cancel()
-	c.cr.setCancel(ctx)
-	defer c.cr.setCancel(nil)
+	c.cr.setCtx(ctx)
+	defer c.cr.setCtx(nil)
 	*req = *req.WithContext(ctx) // inlined: the copy stays on the stack
 	rq := req
 	body.req = rq

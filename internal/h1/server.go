@@ -835,7 +835,7 @@ type connReader struct {
 	aborted bool
 	hasByte bool
 	byteBuf [1]byte
-	cancel  *requestCtx // the current request's context, to cancel
+	ctx     *requestCtx // the current request's context, cancelled when the client leaves
 	armed   bool        // the watch may start (between arm and disarm)
 	timer   *time.Timer // starts the watch; made on first use
 }
@@ -889,8 +889,8 @@ func (cr *connReader) Read(p []byte) (int, error) {
 	n, err := cr.c.rwc.Read(p)
 	cr.mu.Lock()
 	cr.inRead = false
-	if err != nil && cr.cancel != nil {
-		cr.cancel.cancel() // the client left, or its read failed: the request ends
+	if err != nil && cr.ctx != nil {
+		cr.ctx.cancel() // the client left, or its read failed: the request ends
 	}
 	cr.mu.Unlock()
 	cr.cond.Broadcast()
@@ -920,8 +920,8 @@ func (cr *connReader) backgroundRead() {
 	var ne net.Error
 	if errors.As(err, &ne) && cr.aborted && ne.Timeout() {
 		// Ended by abortPendingRead: not an error.
-	} else if err != nil && cr.cancel != nil {
-		cr.cancel.cancel()
+	} else if err != nil && cr.ctx != nil {
+		cr.ctx.cancel()
 	}
 	cr.aborted, cr.inRead = false, false
 	cr.mu.Unlock()
@@ -946,9 +946,9 @@ func (cr *connReader) abortPendingRead() {
 	_ = cr.c.rwc.SetReadDeadline(time.Time{})
 }
 
-func (cr *connReader) setCancel(cancel *requestCtx) {
+func (cr *connReader) setCtx(ctx *requestCtx) {
 	cr.mu.Lock()
-	cr.cancel = cancel
+	cr.ctx = ctx
 	cr.mu.Unlock()
 }
 
